@@ -1,0 +1,234 @@
+"""SAM 2 Space: image and video segmentation over the browser UI, gradio_client and MCP.
+
+The UI and the API meet here: endpoints validate their arguments, run the model through
+`samv2_handler` inside ZeroGPU functions, and translate domain errors into `gr.Error`.
+"""
+
+import spaces  # noqa: I001  (ZeroGPU wants to be imported before torch)
+
+import logging
+import os
+import shutil
+import tempfile
+import time
+from contextlib import contextmanager
+
+import gradio as gr
+import numpy as np
+from PIL import Image
+
+import prompts
+import samv2_handler
+import settings
+import video_io
+from errors import InputError, Sam2SpaceError
+from mask_codec import decode_mask, encode_mask
+
+logging.basicConfig(level=os.environ.get("LOG_LEVEL", "INFO"),
+                    format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+logger = logging.getLogger("sam2space")
+
+DEFAULT_VARIANT = "small"
+
+
+@contextmanager
+def user_errors(endpoint: str):
+    """Turn domain errors into gr.Error (AppError for gradio_client, isError for MCP)."""
+    started = time.perf_counter()
+    try:
+        yield
+    except gr.Error:
+        raise
+    except Sam2SpaceError as exc:
+        logger.info("%s rejected after %.2fs: %s", endpoint, time.perf_counter() - started, exc)
+        raise gr.Error(str(exc)) from exc
+    except Exception as exc:
+        logger.exception("%s failed", endpoint)
+        raise gr.Error(f"Internal error in {endpoint} ({type(exc).__name__}: {exc}). "
+                       "Retry once; if it persists, report it with the input that caused it.") from exc
+    else:
+        logger.info("%s done in %.2fs", endpoint, time.perf_counter() - started)
+
+
+# ---------------------------------------------------------------------------------------------
+# GPU functions (ZeroGPU runs them in a worker with the GPU attached; elsewhere they run inline)
+
+
+@spaces.GPU(duration=20)
+def _segment_image_gpu(variant: str, image: Image.Image, prompt: prompts.ImagePrompt) -> np.ndarray:
+    models = samv2_handler.get_models(variant).to(samv2_handler.inference_device())
+    return samv2_handler.segment_image(models, image, prompt)
+
+
+def _video_gpu_duration(variant, frame_paths, masks, ref_frame_idx, *args, **kwargs) -> int:
+    """ZeroGPU duration callable: same arguments as `_track_video_gpu`."""
+    return samv2_handler.estimate_video_gpu_seconds(len(frame_paths), ref_frame_idx, variant)
+
+
+@spaces.GPU(duration=_video_gpu_duration)
+def _track_video_gpu(variant, frame_paths, masks, ref_frame_idx, drop_masks, async_frame_load,
+                     video_load_device, progress=None):
+    models = samv2_handler.get_models(variant).to(samv2_handler.inference_device())
+
+    def report(done: int, total: int) -> None:
+        if progress is not None:
+            progress((done, total), desc="Tracking", unit="frames")
+
+    return samv2_handler.track_video(models, frame_paths, masks, ref_frame_idx, drop_masks=drop_masks,
+                                     async_frame_load=async_frame_load,
+                                     video_load_device=video_load_device, progress=report)
+
+
+# ---------------------------------------------------------------------------------------------
+# Public endpoints (also MCP tools: their names and docstrings are the tool schema)
+
+
+def process_image(
+    im: Image.Image,
+    variant: str = DEFAULT_VARIANT,
+    bboxes: str | list | None = None,
+    points: str | list | None = None,
+    point_labels: str | list | None = None,
+    output_format: str = "png",
+) -> list:
+    """Segment objects in an image with SAM 2 from box and/or point prompts; returns one mask per object.
+
+    Prompts are in absolute pixel coordinates of the input image, origin at the top-left corner, x to the right, y down. Objects: each box is one object; with points only, all points describe one single object; with boxes AND points, every box is one object and all the points (with their labels) are added to every box as refinement clicks. The result is a JSON list with one mask per object, in the order of `bboxes` (or a single mask for a points-only prompt). With output_format "png" each mask is a base64-encoded 1-bit PNG string with the input image's width and height, pixel value 1 inside the object and 0 elsewhere. With output_format "rle" each mask is a COCO run-length encoding {"size": [height, width], "counts": "<ascii string>"} as produced by pycocotools (decode with pycocotools.mask.decode after encoding counts to bytes). Images larger than the SAM2_MAX_IMAGE_PIXELS limit (default 16777216 pixels, 4096x4096) are rejected.
+
+    Args:
+        im: The image to segment (RGB; other modes are converted). Over MCP pass an http(s) URL or a data: URI.
+        variant: SAM 2 model size, one of "tiny", "small", "base_plus", "large" (default "small"); larger is slower and more accurate.
+        bboxes: Boxes, one object each, as a JSON list of objects [{"x0": 10, "y0": 20, "x1": 110, "y1": 220}, ...] in absolute pixels (x0, y0 = top-left corner, x1, y1 = bottom-right corner, x1 > x0, y1 > y0, inside the image). A JSON string or an already-parsed list. Empty or null: no boxes; then `points` is required.
+        points: Clicks as a JSON list of objects [{"x": 50, "y": 60}, ...] in absolute pixels inside the image; requires `point_labels` with one label per point. Empty or null: no points; then `bboxes` is required.
+        point_labels: JSON list of integers, one per point in the same order: 1 = the point is on the object (include), 0 = the point is background (exclude).
+        output_format: "png" (default) for base64 1-bit PNG masks, or "rle" for COCO RLE objects (much smaller for large images).
+
+    Returns:
+        JSON list with one mask per object: base64 PNG strings ("png") or {"size": [h, w], "counts": str} objects ("rle").
+    """
+    with user_errors("process_image"):
+        variant = prompts.check_variant(variant)
+        output_format = prompts.check_output_format(output_format)
+        if im is None:
+            raise InputError("im", "no image given; upload an image (over MCP: an http(s) URL or data: URI)")
+        prompts.check_image_size(im.width, im.height, settings.max_image_pixels())
+        prompt = prompts.parse_image_prompt(bboxes, points, point_labels, im.width, im.height)
+        samv2_handler.get_models(variant)  # load on the CPU, outside the GPU window
+        masks = _segment_image_gpu(variant, im, prompt)
+        return [encode_mask(mask, output_format) for mask in masks]
+
+
+def process_video(
+    video_path: str,
+    variant: str = DEFAULT_VARIANT,
+    masks: str | list | None = None,
+    drop_masks: bool = False,
+    ref_frame_idx: int = 0,
+    async_frame_load: bool = True,
+    sample_fps: float | None = None,
+    every_x: int | None = None,
+    video_load_device: str = "cpu",
+    progress=gr.Progress(),
+) -> list:
+    """Track objects through a video with SAM 2, given each object's mask on one reference frame.
+
+    Each mask seeds one object on frame `ref_frame_idx`; SAM 2 propagates every object forward to the last frame and, when ref_frame_idx > 0, also backward to frame 0. The video may first be sampled down with `sample_fps` or `every_x`; ALL frame indices (the `ref_frame_idx` input and each detection's "frame") count 0-based in the SAMPLED frame sequence, not original frame numbers (with every_x=5, "frame": 2 is original frame 10). Returns a JSON list of detections sorted by (frame, track_id), one per object per frame in which the object's mask is not empty (absent objects are skipped): {"frame": int, "track_id": int (0-based position of the object's mask in `masks`), "x", "y", "w", "h": the box as [x_min, y_min, width, height] (COCO layout) NORMALISED to 0..1 by the frame width (x, w) and height (y, h), rounded to 6 decimals, "conf": the model's object-presence probability for that frame (sigmoid of SAM 2's object score logit, 0..1, rounded to 4 decimals; the earlier public Space always sent 1), "mask_b64": base64 1-bit PNG of the frame's size, 1 inside the object (omitted when drop_masks is true)}. Limits: at most SAM2_MAX_FRAMES sampled frames per request (default 600) and SAM2_MAX_IMAGE_PIXELS pixels per frame (default 16777216).
+
+    Args:
+        video_path: The video file (mp4, webm, avi, mov; decoded with OpenCV). Over MCP pass an http(s) URL or a data: URI.
+        variant: SAM 2 model size, one of "tiny", "small", "base_plus", "large" (default "small").
+        masks: JSON list with one mask per object to track, each a base64-encoded 1-bit PNG (non-zero = object) with exactly the video frame's width and height, drawn on the reference frame, e.g. ["iVBORw0KGgo...", ...]. A b'...' wrapper and a data:image/png;base64, prefix are accepted and stripped; a COCO RLE object {"size": [h, w], "counts": ...} is accepted too.
+        drop_masks: When true, omit "mask_b64" from every detection and return boxes only (default false).
+        ref_frame_idx: 0-based index, in the sampled sequence, of the frame the masks were drawn on (default 0). A value > 0 tracks in both directions.
+        async_frame_load: Accepted for compatibility; currently frames are always preprocessed before tracking starts, so it has no effect (default true).
+        sample_fps: Sample the video down to about this many frames per second before tracking (must be > 0; clamped to the source fps; takes precedence over every_x). Empty or null keeps every frame.
+        every_x: Keep only every Nth frame before tracking (>= 1; e.g. 5 keeps original frames 0, 5, 10, ...); ignored when sample_fps is set. Empty or null keeps every frame.
+        video_load_device: Where the preprocessed frames are kept: "cpu" (default; streamed to the GPU frame by frame, low GPU memory) or "cuda" (whole video in GPU memory; only on a GPU server, may run out of memory on long videos).
+
+    Returns:
+        JSON list of detections {"frame", "track_id", "x", "y", "w", "h", "conf", "mask_b64"?} sorted by (frame, track_id).
+    """
+    with user_errors("process_video"):
+        variant = prompts.check_variant(variant)
+        ref_frame_idx = prompts.check_ref_frame_idx(ref_frame_idx)
+        device = prompts.check_video_load_device(video_load_device, samv2_handler.cuda_available())
+        seed_masks = prompts.parse_masks(masks)
+        info = video_io.probe(video_path)
+        prompts.check_image_size(info.width, info.height, settings.max_image_pixels(), "video_path")
+        sampling = video_io.plan_sampling(info, prompts.optional_float(sample_fps, "sample_fps"),
+                                          prompts.optional_int(every_x, "every_x"))
+        samv2_handler.get_models(variant)  # load on the CPU, outside the GPU window
+        workdir = tempfile.mkdtemp(prefix="sam2-video-", dir=settings.tmp_root())
+        try:
+            frame_paths = video_io.extract_frames(video_path, workdir, sampling, settings.max_frames())
+            width, height = video_io.frame_size(frame_paths[0])
+            prompts.check_mask_sizes(seed_masks, width, height)
+            prompts.check_ref_in_range(ref_frame_idx, len(frame_paths))
+            return _track_video_gpu(variant, frame_paths, seed_masks, ref_frame_idx, bool(drop_masks),
+                                    bool(async_frame_load), device, progress)
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# UI helpers (not part of the API)
+
+COLOURS = [(230, 25, 75), (60, 180, 75), (255, 225, 25), (0, 130, 200), (245, 130, 48),
+           (145, 30, 180), (70, 240, 240), (240, 50, 230), (210, 245, 60), (250, 190, 212)]
+
+
+def overlay_masks(im: Image.Image | None, result) -> tuple | None:
+    """(image, [(mask, label), ...]) for gr.AnnotatedImage from a process_image result."""
+    if im is None or not result:
+        return None
+    annotations = []
+    for i, encoded in enumerate(result):
+        annotations.append((decode_mask(encoded).astype(np.float32), f"object {i}"))
+    return im, annotations
+
+
+with gr.Blocks(title="SAM 2: segment images and track objects in videos") as demo:
+    gr.Markdown("# SAM 2 (Segment Anything 2)\nSegment objects in images from boxes and clicks, and track "
+                "them through videos. Also usable from `gradio_client` and as MCP tools.")
+    with gr.Tab("Images"):
+        with gr.Row():
+            with gr.Column():
+                im_in = gr.Image(label="Image", type="pil")
+                im_variant = gr.Dropdown(list(prompts.VARIANTS), value=DEFAULT_VARIANT, label="Model variant")
+                im_boxes = gr.Textbox(label="Boxes (absolute pixels)", lines=3,
+                                      placeholder='[{"x0": 10, "y0": 20, "x1": 110, "y1": 220}]')
+                im_points = gr.Textbox(label="Points (absolute pixels)", lines=2,
+                                       placeholder='[{"x": 50, "y": 60}]')
+                im_labels = gr.Textbox(label="Point labels (1 include, 0 exclude)", placeholder="[1]")
+                im_format = gr.Radio(["png", "rle"], value="png", label="Output format")
+                im_button = gr.Button("Segment", variant="primary")
+            with gr.Column():
+                im_overlay = gr.AnnotatedImage(label="Masks")
+                im_json = gr.JSON(label="Result (JSON)")
+        im_button.click(process_image, [im_in, im_variant, im_boxes, im_points, im_labels, im_format],
+                        im_json, api_name="process_image").success(
+            overlay_masks, [im_in, im_json], im_overlay, api_visibility="private")
+    with gr.Tab("Videos"):
+        with gr.Row():
+            with gr.Column():
+                vid_in = gr.Video(label="Video", sources=["upload"])
+                vid_variant = gr.Dropdown(list(prompts.VARIANTS), value=DEFAULT_VARIANT, label="Model variant")
+                vid_masks = gr.Textbox(label="Masks on the reference frame (JSON list of base64 PNGs)", lines=4,
+                                       placeholder='["iVBORw0KGgo..."]')
+                vid_drop = gr.Checkbox(label="Drop masks (boxes only)", value=True)
+                vid_ref = gr.Number(label="Reference frame index (in the sampled sequence)", value=0, precision=0)
+                vid_async = gr.Checkbox(label="Async frame load", value=True,
+                                        info="accepted for compatibility; frames are preprocessed before tracking")
+                vid_fps = gr.Number(label="Sample FPS", value=None, info="empty = every frame")
+                vid_every = gr.Number(label="Every Xth frame", value=None, precision=0,
+                                      info="ignored when Sample FPS is set; empty = every frame")
+                vid_device = gr.Dropdown(["cpu", "cuda"], value="cpu", label="Video load device")
+                vid_button = gr.Button("Track", variant="primary")
+            with gr.Column():
+                vid_json = gr.JSON(label="Detections (JSON)")
+        vid_button.click(process_video, [vid_in, vid_variant, vid_masks, vid_drop, vid_ref, vid_async, vid_fps,
+                                         vid_every, vid_device], vid_json, api_name="process_video")
+
+
+if __name__ == "__main__":
+    demo.launch(mcp_server=True, app_kwargs={"docs_url": "/docs"})

@@ -1,0 +1,352 @@
+"""SAM 2 models, processors, devices and inference (transformers; no gradio here).
+
+One checkpoint per variant serves both endpoints: `Sam2VideoModel` is loaded from the source
+and `Sam2Model` (the image path) is made to hold the *same* parameter tensors, so a variant
+costs one copy of the weights. At most `MAX_LOADED_VARIANTS` variants stay loaded; the least
+recently used one is dropped.
+
+Models are built on the CPU (ZeroGPU forbids CUDA in the main process) and moved to the
+inference device inside the GPU function (`Sam2Models.to`). On CUDA inference runs under
+bf16 autocast; on the CPU in plain fp32.
+"""
+
+import logging
+import math
+import os
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from PIL import Image
+
+import settings
+from errors import ModelLoadError
+from mask_codec import encode_png_b64, mask_box
+from prompts import ImagePrompt, check_ref_in_range, check_variant
+from video_io import frame_size, read_frames
+
+logger = logging.getLogger("sam2space")
+
+HUB_IDS = {
+    "tiny": "facebook/sam2.1-hiera-tiny",
+    "small": "facebook/sam2.1-hiera-small",
+    "base_plus": "facebook/sam2.1-hiera-base-plus",
+    "large": "facebook/sam2.1-hiera-large",
+}
+MAX_LOADED_VARIANTS = 2
+Progress = Callable[[int, int], None]
+
+
+def model_source(variant: str) -> str:
+    """Where `variant` loads from: `SAM2_MODEL` when set (for every variant), else its Hub id."""
+    check_variant(variant)
+    return settings.model_override() or HUB_IDS[variant]
+
+
+@dataclass
+class Sam2Models:
+    """Everything one variant needs; `image_model` shares its parameters with `video_model`."""
+
+    variant: str
+    source: str
+    video_model: "torch.nn.Module"
+    image_model: "torch.nn.Module"
+    video_processor: object
+    image_processor: object
+    device: torch.device = torch.device("cpu")
+
+    def to(self, device: torch.device | str) -> "Sam2Models":
+        """Move both models (one set of shared parameters) to `device`; a no-op when already there."""
+        device = torch.device(device)
+        if device != self.device:
+            # Module._apply swaps `param.data` in place, so moving the video model moves the
+            # image model's (identical) Parameter objects too; the second call only moves buffers.
+            self.video_model.to(device)
+            self.image_model.to(device)
+            self.device = device
+        return self
+
+
+def _share_parameters(image_model: torch.nn.Module, video_model: torch.nn.Module) -> int:
+    """Point every parameter of `image_model` at the same-named Parameter of `video_model`.
+
+    Returns how many were shared; a missing or mis-shaped counterpart is a load error, since
+    the two models would then disagree about the weights.
+    """
+    video_params = dict(video_model.named_parameters())
+    shared = 0
+    for name, param in list(image_model.named_parameters()):
+        twin = video_params.get(name)
+        if twin is None or twin.shape != param.shape:
+            raise ModelLoadError(f"image and video checkpoints disagree on parameter {name!r}")
+        owner_name, _, leaf = name.rpartition(".")
+        owner = image_model.get_submodule(owner_name) if owner_name else image_model
+        setattr(owner, leaf, twin)
+        shared += 1
+    return shared
+
+
+def _is_local_source(source: str) -> bool:
+    """A Hub id is `name` or `org/name`; anything path-like (or existing on disk) is local."""
+    return os.path.exists(os.path.expanduser(source)) or source.startswith((".", "/", "~")) \
+        or source.count("/") > 1 or "\\" in source
+
+
+def load_models(variant: str) -> Sam2Models:
+    """Build one variant on the CPU. Raises ModelLoadError naming the source and the fix."""
+    from transformers import Sam2Model, Sam2Processor, Sam2VideoModel, Sam2VideoProcessor
+
+    source = model_source(variant)
+    hint = ("Set SAM2_MODEL to a local directory holding a SAM 2 checkpoint saved with "
+            "save_pretrained (config.json, model.safetensors, processor_config.json) or to a Hub id "
+            "this machine can download.")
+    target = source
+    if _is_local_source(source):
+        target = os.path.expanduser(source)
+        if not os.path.isdir(target):
+            raise ModelLoadError(f"Could not load SAM 2 variant {variant!r}: {source!r} is not a directory. "
+                                 f"{hint}")
+    started = time.perf_counter()
+    try:
+        video_model = Sam2VideoModel.from_pretrained(target).eval()
+        image_model = Sam2Model.from_pretrained(target).eval()
+        video_processor = Sam2VideoProcessor.from_pretrained(target)
+        image_processor = Sam2Processor.from_pretrained(target)
+    except (OSError, ValueError, KeyError, TypeError, RuntimeError) as exc:
+        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ModelLoadError(f"Could not load SAM 2 variant {variant!r} from {source!r}: {first_line}. "
+                             f"{hint}") from exc
+    count = _share_parameters(image_model, video_model)
+    logger.info("loaded %s from %s in %.1fs (%d parameters shared by image and video models)",
+                variant, source, time.perf_counter() - started, count)
+    return Sam2Models(variant, source, video_model, image_model, video_processor, image_processor)
+
+
+class ModelRegistry:
+    """Loaded variants, least recently used first; at most `capacity` stay loaded."""
+
+    def __init__(self, capacity: int = MAX_LOADED_VARIANTS, loader: Callable[[str], Sam2Models] = load_models):
+        self.capacity = capacity
+        self._loader = loader
+        self._models: OrderedDict[tuple[str, str], Sam2Models] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, variant: str) -> Sam2Models:
+        key = (variant, model_source(variant))
+        with self._lock:  # loading is rare and serialised; hits are a dict lookup
+            models = self._models.get(key)
+            if models is None:
+                models = self._loader(variant)
+                self._models[key] = models
+                while len(self._models) > self.capacity:
+                    (old_variant, _), old = self._models.popitem(last=False)
+                    logger.info("unloading %s (more than %d variants loaded)", old_variant, self.capacity)
+                    if old.device.type == "cuda":
+                        del old
+                        torch.cuda.empty_cache()
+            self._models.move_to_end(key)
+            return models
+
+    def loaded(self) -> list[str]:
+        with self._lock:
+            return [variant for variant, _ in self._models]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._models.clear()
+
+
+registry = ModelRegistry()
+
+
+def get_models(variant: str) -> Sam2Models:
+    return registry.get(variant)
+
+
+def cuda_available() -> bool:
+    return torch.cuda.is_available()
+
+
+def inference_device() -> torch.device:
+    return torch.device("cuda" if cuda_available() else "cpu")
+
+
+@contextmanager
+def inference_context(device: torch.device):
+    """inference_mode, plus bf16 autocast on CUDA. Both are thread-local: enter in the model's thread."""
+    autocast = torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda" else nullcontext()
+    with torch.inference_mode(), autocast:
+        yield
+
+
+# ---------------------------------------------------------------------------------------------
+# Images
+
+
+def image_prompt_kwargs(prompt: ImagePrompt) -> dict:
+    """Processor prompt arguments for one image.
+
+    Boxes: one object per box. Points only: one object described by all points. Boxes and
+    points together: one object per box, and every box is refined by all the points.
+    """
+    kwargs = {}
+    objects = max(len(prompt.boxes), 1)
+    if prompt.boxes:
+        kwargs["input_boxes"] = [prompt.boxes]
+    if prompt.points:
+        kwargs["input_points"] = [[prompt.points] * objects]
+        kwargs["input_labels"] = [[prompt.labels] * objects]
+    return kwargs
+
+
+def segment_image(models: Sam2Models, image: Image.Image, prompt: ImagePrompt) -> np.ndarray:
+    """Masks for one image: bool array (objects, height, width), objects in box order."""
+    device = models.device
+    inputs = models.image_processor(images=image.convert("RGB"), return_tensors="pt",
+                                    **image_prompt_kwargs(prompt)).to(device)
+    with inference_context(device):
+        outputs = models.image_model(**inputs, multimask_output=False)
+    masks = models.image_processor.post_process_masks(outputs.pred_masks.float().cpu(),
+                                                      inputs["original_sizes"].cpu())[0]
+    return masks[:, 0].numpy().astype(bool)
+
+
+# ---------------------------------------------------------------------------------------------
+# Videos
+
+
+@dataclass
+class FrameResult:
+    """One propagation step: per-object mask logits at frame size and object-score logits."""
+
+    frame_idx: int
+    object_ids: list[int]
+    mask_logits: torch.Tensor  # (objects, height, width), float32, CPU
+    object_score_logits: torch.Tensor  # (objects,), float32, CPU
+
+
+def _frame_result(models: Sam2Models, output, height: int, width: int) -> FrameResult:
+    logits = models.video_processor.post_process_masks(
+        [output.pred_masks.float()], original_sizes=[[height, width]], binarize=False)[0]
+    return FrameResult(
+        frame_idx=int(output.frame_idx),
+        object_ids=list(output.object_ids),
+        mask_logits=logits[:, 0].float().cpu(),
+        object_score_logits=output.object_score_logits.float().reshape(-1).cpu(),
+    )
+
+
+def session_dtype(device: torch.device) -> torch.dtype:
+    # bf16 halves frame storage and matches the CUDA autocast; the CPU runs fp32 weights.
+    return torch.bfloat16 if device.type == "cuda" else torch.float32
+
+
+def propagation_order(num_frames: int, ref_frame_idx: int) -> list[tuple[int, bool]]:
+    """(frame_idx, reverse) for every step after seeding: forward ref..N-1, then reverse ref-1..0."""
+    forward = [(i, False) for i in range(ref_frame_idx, num_frames)]
+    backward = [(i, True) for i in range(ref_frame_idx - 1, -1, -1)]
+    return forward + backward
+
+
+def track_video_eager(models: Sam2Models, frame_paths: list[str], masks: list[np.ndarray],
+                      ref_frame_idx: int, video_load_device: str = "cpu",
+                      progress: Progress | None = None) -> Iterator[FrameResult]:
+    """Seed `masks` (objects 0..K-1) on `ref_frame_idx` and propagate over all frames.
+
+    Every frame is preprocessed up front (`init_video_session(video=frames)`), then transformers'
+    own `propagate_in_video_iterator` runs forward from the reference frame and, when
+    `ref_frame_idx > 0`, in reverse down to frame 0. Yields one FrameResult per frame, each
+    frame once (the reverse pass's repeat of the reference frame is skipped).
+    """
+    device = models.device
+    frames = read_frames(frame_paths)
+    height, width = frames[0].shape[:2]
+    total = len(frames)
+    session = models.video_processor.init_video_session(
+        video=frames, inference_device=device, processing_device=video_load_device,
+        video_storage_device=video_load_device, inference_state_device="cpu", dtype=session_dtype(device))
+    del frames
+    done = 0
+    with inference_context(device):
+        models.video_processor.add_inputs_to_inference_session(
+            inference_session=session, frame_idx=ref_frame_idx, obj_ids=list(range(len(masks))),
+            input_masks=list(masks))
+        models.video_model(inference_session=session, frame_idx=ref_frame_idx)  # seed
+        passes = [False, True] if ref_frame_idx > 0 else [False]
+        for reverse in passes:
+            iterator = models.video_model.propagate_in_video_iterator(
+                session, start_frame_idx=ref_frame_idx, reverse=reverse)
+            for output in iterator:
+                if reverse and output.frame_idx == ref_frame_idx:
+                    continue
+                done += 1
+                yield _frame_result(models, output, height, width)
+                if progress is not None:
+                    progress(done, total)
+
+
+def frame_detections(result: FrameResult, width: int, height: int, drop_masks: bool) -> list[dict]:
+    """Public detections of one frame: one per object whose mask is not empty."""
+    detections = []
+    masks = (result.mask_logits > 0.0).numpy()
+    conf = torch.sigmoid(result.object_score_logits).tolist()
+    for obj_id, mask, score in zip(result.object_ids, masks, conf):
+        box = mask_box(mask)
+        if box is None:
+            continue
+        x, y, w, h = box
+        detection = {"frame": result.frame_idx, "track_id": int(obj_id),
+                     "x": round(x / width, 6), "y": round(y / height, 6),
+                     "w": round(w / width, 6), "h": round(h / height, 6),
+                     "conf": round(float(score), 4)}
+        if not drop_masks:
+            detection["mask_b64"] = encode_png_b64(mask)
+        detections.append(detection)
+    return detections
+
+
+def detections_from_results(results: Iterator[FrameResult], width: int, height: int,
+                            drop_masks: bool) -> list[dict]:
+    """Detections of all frames sorted by (frame, track_id); masks are encoded as frames arrive."""
+    detections = []
+    for result in results:
+        detections.extend(frame_detections(result, width, height, drop_masks))
+    detections.sort(key=lambda d: (d["frame"], d["track_id"]))
+    return detections
+
+
+def track_video(models: Sam2Models, frame_paths: list[str], masks: list[np.ndarray], ref_frame_idx: int,
+                drop_masks: bool = False, async_frame_load: bool = True, video_load_device: str = "cpu",
+                progress: Progress | None = None) -> list[dict]:
+    """Detections for a video whose sampled frames are the JPEGs `frame_paths`.
+
+    `async_frame_load` is accepted and currently runs the eager path.
+    """
+    check_ref_in_range(ref_frame_idx, len(frame_paths))
+    width, height = frame_size(frame_paths[0])
+    results = track_video_eager(models, frame_paths, masks, ref_frame_idx, video_load_device, progress)
+    return detections_from_results(results, width, height, drop_masks)
+
+
+# Rough GPU seconds per propagation step by variant, frame preprocessing and mask encoding
+# included. An underestimate kills the ZeroGPU task mid-run (the whole window is lost); an
+# overestimate only raises the caller's quota requirement.
+GPU_SECONDS_PER_FRAME = {"tiny": 0.15, "small": 0.2, "base_plus": 0.3, "large": 0.5}
+GPU_OVERHEAD_S = 15
+GPU_MIN_S = 30
+GPU_MAX_S = 300
+
+
+def estimate_video_gpu_seconds(num_frames: int, ref_frame_idx: int, variant: str) -> int:
+    """ZeroGPU duration for tracking `num_frames` sampled frames, clamped to [GPU_MIN_S, GPU_MAX_S].
+
+    Steps: seeding + forward (ref..N-1) + reverse (ref-1..0) = N + 1.
+    """
+    steps = len(propagation_order(max(num_frames, 0), min(max(ref_frame_idx, 0), max(num_frames - 1, 0)))) + 1
+    per_frame = GPU_SECONDS_PER_FRAME.get(variant, max(GPU_SECONDS_PER_FRAME.values()))
+    return int(min(GPU_MAX_S, max(GPU_MIN_S, math.ceil(GPU_OVERHEAD_S + steps * per_frame))))
