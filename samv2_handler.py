@@ -64,9 +64,11 @@ class Sam2Models:
         """Move both models (one set of shared parameters) to `device`; a no-op when already there."""
         device = torch.device(device)
         if device != self.device:
-            # Module._apply swaps `param.data` in place, so moving the video model moves the
-            # image model's (identical) Parameter objects too; the second call only moves buffers.
             self.video_model.to(device)
+            # Module._apply may replace Parameter objects (when the tensor types are not
+            # shallow-copy compatible), so re-point the image model at the moved ones before
+            # moving its buffers: the weights are never copied twice.
+            _share_parameters(self.image_model, self.video_model)
             self.image_model.to(device)
             self.device = device
         return self
@@ -117,7 +119,7 @@ def load_models(variant: str) -> Sam2Models:
         image_model = Sam2Model.from_pretrained(target).eval()
         video_processor = Sam2VideoProcessor.from_pretrained(target)
         image_processor = Sam2Processor.from_pretrained(target)
-    except (OSError, ValueError, KeyError, TypeError, RuntimeError) as exc:
+    except Exception as exc:  # a broken checkpoint fails in many library-specific ways; the cause is chained
         first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ModelLoadError(f"Could not load SAM 2 variant {variant!r} from {source!r}: {first_line}. "
                              f"{hint}") from exc
@@ -144,10 +146,10 @@ class ModelRegistry:
                 models = self._loader(variant)
                 self._models[key] = models
                 while len(self._models) > self.capacity:
-                    (old_variant, _), old = self._models.popitem(last=False)
+                    (old_variant, _), _old = self._models.popitem(last=False)
                     logger.info("unloading %s (more than %d variants loaded)", old_variant, self.capacity)
-                    if old.device.type == "cuda":
-                        del old
+                    del _old
+                    if torch.cuda.is_initialized():  # never initialise CUDA here (ZeroGPU main process)
                         torch.cuda.empty_cache()
             self._models.move_to_end(key)
             return models
