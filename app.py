@@ -17,6 +17,7 @@ import gradio as gr
 import numpy as np
 from PIL import Image
 
+import mcp_json
 import prompts
 import samv2_handler
 import settings
@@ -29,6 +30,7 @@ logging.basicConfig(level=os.environ.get("LOG_LEVEL", "INFO"),
 logger = logging.getLogger("sam2space")
 
 DEFAULT_VARIANT = "small"
+mcp_json.install()  # MCP tool results as JSON text, not Python reprs
 
 
 @contextmanager

@@ -4,6 +4,7 @@ JSON arguments arrive either as JSON text (the UI's text boxes, old gradio_clien
 or already parsed (lists from MCP agents and new scripts); both are accepted.
 """
 
+import ast
 import json
 import math
 from dataclasses import dataclass, field
@@ -28,14 +29,28 @@ def parse_json_list(value, argument: str) -> list | None:
         try:
             value = json.loads(value)
         except json.JSONDecodeError as exc:
-            raise InputError(argument, f"is not valid JSON ({exc.msg} at character {exc.pos}); "
-                             "send a JSON list, e.g. " + _EXAMPLES.get(argument, "[...]")) from None
+            value = _python_literal(value)
+            if value is None:
+                raise InputError(argument, f"is not valid JSON ({exc.msg} at character {exc.pos}); "
+                                 "send a JSON list, e.g. " + _EXAMPLES.get(argument, "[...]")) from None
     if isinstance(value, tuple):
         value = list(value)
     if not isinstance(value, list):
         raise InputError(argument, f"must be a JSON list, got {type(value).__name__}; e.g. "
                          + _EXAMPLES.get(argument, "[...]"))
     return value or None
+
+
+def _python_literal(text: str):
+    """A list sent by gradio_client or MCP into a text box arrives as its Python repr
+    ("[{'x': 1}]"); read it back as a literal (never evaluated as code)."""
+    text = text.strip()
+    if not text.startswith("["):
+        return None
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None
 
 
 _EXAMPLES = {

@@ -21,6 +21,14 @@ def test_json_text_and_parsed_lists_are_equivalent():
     assert text.boxes == [[1, 2, 30, 40]] and text.points == [[5, 6]] and text.labels == [0]
 
 
+def test_python_reprs_of_lists_are_accepted():
+    """gradio text boxes turn a list sent by gradio_client or MCP into its Python repr."""
+    sent = [{"x0": 1, "y0": 2, "x1": 30, "y1": 40}]
+    assert parse(str(sent), str([{"x": 5, "y": 6}]), str([1])) == parse(sent, [{"x": 5, "y": 6}], [1])
+    with pytest.raises(InputError, match="not valid JSON"):
+        parse("[__import__('os')]")
+
+
 def test_plain_coordinate_lists_are_accepted():
     assert parse([[1, 2, 30, 40]], [[5, 6]], [1]) == parse([{"x0": 1, "y0": 2, "x1": 30, "y1": 40}],
                                                            [{"x": 5, "y": 6}], [1])

@@ -1,0 +1,146 @@
+"""End-to-end: the launched app through gradio_client and the MCP Python SDK (streamable HTTP)."""
+
+import asyncio
+import base64
+import io
+import json
+import os
+import socket
+
+import httpx
+import numpy as np
+import pytest
+from gradio_client import Client, handle_file
+from gradio_client.exceptions import AppError
+from PIL import Image
+
+from mask_codec import decode_mask, encode_png_b64
+from micro import rect_mask
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server():
+    import app
+
+    port = free_port()
+    app.demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, mcp_server=True,
+                    app_kwargs={"docs_url": "/docs"}, quiet=True)
+    try:
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        app.demo.close()
+
+
+@pytest.fixture(scope="module")
+def client(server):
+    return Client(server, verbose=False)
+
+
+@pytest.fixture(scope="module")
+def image_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("e2e") / "scene.png"
+    pixels = np.zeros((240, 320, 3), np.uint8)
+    pixels[60:180, 100:220] = (200, 180, 40)
+    Image.fromarray(pixels).save(path)
+    return str(path)
+
+
+def test_docs_are_served(server):
+    assert httpx.get(server + "docs", timeout=30).status_code == 200
+
+
+def test_process_image_over_gradio_client(client, image_file):
+    result = client.predict(handle_file(image_file), "tiny", '[{"x0": 100, "y0": 60, "x1": 220, "y1": 180}]',
+                            "", "", "rle", api_name="/process_image")
+    assert len(result) == 1 and decode_mask(result[0]).shape == (240, 320)
+    # the public Space's positional calling convention (no output_format) still works and returns PNGs
+    legacy = client.predict(handle_file(image_file), "tiny", None, '[{"x": 160, "y": 120}]', "[1]",
+                            api_name="/process_image")
+    assert isinstance(legacy[0], str) and decode_mask(legacy[0]).shape == (240, 320)
+    # already-parsed lists are accepted too (gradio hands them over as their repr)
+    as_lists = client.predict(handle_file(image_file), "tiny", None, [{"x": 160, "y": 120}], [1],
+                              api_name="/process_image")
+    assert as_lists == legacy
+
+
+def test_bad_input_reaches_gradio_client_as_app_error(client, image_file):
+    with pytest.raises(AppError, match="`point_labels`.*has 1 entries|`point_labels`"):
+        client.predict(handle_file(image_file), "tiny", None, '[{"x": 1, "y": 2}]', "[1, 0]",
+                       api_name="/process_image")
+
+
+def test_process_video_over_gradio_client(client, video_factory, request_tmp):
+    video = video_factory(320, 240, 8, suffix=".mp4")
+    mask = encode_png_b64(rect_mask(320, 240, (40, 30, 100, 90)))
+    job = client.submit(handle_file(video), "tiny", json.dumps([f"b'{mask}'"]), True, 0, True, None,
+                        None, "cpu", api_name="/process_video")
+    result = job.result(timeout=300)
+    assert sorted({d["frame"] for d in result}) == list(range(8))
+    assert all("mask_b64" not in d for d in result)
+    assert not os.listdir(request_tmp)
+    with pytest.raises(AppError, match="`ref_frame_idx`"):
+        client.predict(handle_file(video), "tiny", json.dumps([mask]), True, 8,
+                       api_name="/process_video")
+    assert not os.listdir(request_tmp)
+
+
+# The MCP tool schema is the docstrings: pin the tools and their parameters.
+EXPECTED_TOOLS = {
+    "process_image": ["im", "variant", "bboxes", "points", "point_labels", "output_format"],
+    "process_video": ["video_path", "variant", "masks", "drop_masks", "ref_frame_idx", "async_frame_load",
+                      "sample_fps", "every_x", "video_load_device"],
+}
+
+
+def test_mcp_schema_is_pinned(server):
+    tools = httpx.get(server + "gradio_api/mcp/schema", timeout=30).json()
+    by_name = {tool["name"]: tool for tool in tools}
+    assert set(by_name) == set(EXPECTED_TOOLS)
+    for name, params in EXPECTED_TOOLS.items():
+        schema = by_name[name]["inputSchema"]
+        assert list(schema["properties"]) == params
+        for param in params:
+            assert len(schema["properties"][param].get("description", "")) > 20, (name, param)
+    image_doc = by_name["process_image"]["description"]
+    assert "absolute pixel" in image_doc and "every box is one object" in image_doc
+    video_doc = by_name["process_video"]["description"]
+    assert "SAMPLED" in video_doc and "sigmoid" in video_doc and "NORMALISED" in video_doc
+
+
+def data_uri(path: str) -> str:
+    with open(path, "rb") as handle:
+        return "data:image/png;base64," + base64.b64encode(handle.read()).decode()
+
+
+async def mcp_session(server, work):
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamablehttp_client
+
+    async with streamablehttp_client(server + "gradio_api/mcp/") as (read, write, _):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            return await work(session)
+
+
+def test_mcp_lists_tools_and_segments_a_data_uri_image(server, image_file):
+    async def work(session):
+        tools = await session.list_tools()
+        ok = await session.call_tool("process_image", {
+            "im": data_uri(image_file), "variant": "tiny",
+            "bboxes": '[{"x0": 100, "y0": 60, "x1": 220, "y1": 180}]', "output_format": "rle"})
+        bad = await session.call_tool("process_image", {"im": data_uri(image_file), "variant": "tiny"})
+        return tools, ok, bad
+
+    tools, ok, bad = asyncio.run(mcp_session(server, work))
+    assert {tool.name for tool in tools.tools} == set(EXPECTED_TOOLS)
+    assert not ok.isError
+    text = ok.content[0].text
+    masks = json.loads(text)
+    assert len(masks) == 1 and masks[0]["size"] == [240, 320]
+    assert bad.isError and "`bboxes`" in bad.content[0].text
