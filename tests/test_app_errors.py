@@ -9,7 +9,7 @@ from PIL import Image
 
 import app
 import samv2_handler
-from mask_codec import encode_png_b64
+from mask_codec import encode_png_b64, encode_rle
 from micro import rect_mask
 
 IMAGE = Image.fromarray(np.zeros((240, 320, 3), np.uint8))
@@ -118,3 +118,13 @@ def test_gpu_duration_estimate():
     # the ZeroGPU callable receives _track_video_gpu's arguments
     assert app._video_gpu_duration("base_plus", ["f"] * 300, [], 10, False, True, "cpu") == \
         estimate(300, 10, "base_plus") == 106
+
+
+def test_overlay_for_the_images_tab():
+    mask = rect_mask(320, 240, (10, 20, 50, 60))
+    for result in ([encode_png_b64(mask)], [encode_rle(mask)]):
+        image, annotations = app.overlay_masks(IMAGE, result)
+        assert image is IMAGE and len(annotations) == 1
+        overlay, label = annotations[0]
+        assert label == "object 0" and overlay.shape == (240, 320) and overlay.sum() == mask.sum()
+    assert app.overlay_masks(None, [encode_png_b64(mask)]) is None

@@ -147,3 +147,13 @@ def test_failing_request_leaves_no_files(video_factory, request_tmp, monkeypatch
     with pytest.raises(gr.Error, match="Internal error in process_video.*boom in propagation"):
         app.process_video(video, "tiny", [mask])
     assert not os.listdir(request_tmp)
+
+
+def test_progress_reports_every_frame(models, video_factory, tmp_path):
+    import samv2_handler
+
+    frame_paths = extracted(video_factory(320, 240, 13), tmp_path)
+    calls = []
+    samv2_handler.track_video(models, frame_paths, seed_masks(320, 240, 1), 5, drop_masks=True,
+                              progress=lambda done, total: calls.append((done, total)))
+    assert calls == [(i, 13) for i in range(1, 14)]
