@@ -142,7 +142,7 @@ def process_video(
         masks: JSON list with one mask per object to track, each a base64-encoded 1-bit PNG (non-zero = object) with exactly the video frame's width and height, drawn on the reference frame, e.g. ["iVBORw0KGgo...", ...]. A b'...' wrapper and a data:image/png;base64, prefix are accepted and stripped; a COCO RLE object {"size": [h, w], "counts": ...} is accepted too.
         drop_masks: When true, omit "mask_b64" from every detection and return boxes only (default false).
         ref_frame_idx: 0-based index, in the sampled sequence, of the frame the masks were drawn on (default 0). A value > 0 tracks in both directions.
-        async_frame_load: Accepted for compatibility; currently frames are always preprocessed before tracking starts, so it has no effect (default true).
+        async_frame_load: When true (default), a background thread preprocesses the frames in chunks of 8 and streams them to the tracker while it propagates, so tracking starts before the whole video is prepared; false preprocesses every frame first. Both give identical results.
         sample_fps: Sample the video down to about this many frames per second before tracking (must be > 0; clamped to the source fps; takes precedence over every_x). Empty or null keeps every frame.
         every_x: Keep only every Nth frame before tracking (>= 1; e.g. 5 keeps original frames 0, 5, 10, ...); ignored when sample_fps is set. Empty or null keeps every frame.
         video_load_device: Where the preprocessed frames are kept: "cpu" (default; streamed to the GPU frame by frame, low GPU memory) or "cuda" (whole video in GPU memory; only on a GPU server, may run out of memory on long videos).
@@ -220,7 +220,8 @@ with gr.Blocks(title="SAM 2: segment images and track objects in videos") as dem
                 vid_drop = gr.Checkbox(label="Drop masks (boxes only)", value=True)
                 vid_ref = gr.Number(label="Reference frame index (in the sampled sequence)", value=0, precision=0)
                 vid_async = gr.Checkbox(label="Async frame load", value=True,
-                                        info="accepted for compatibility; frames are preprocessed before tracking")
+                                        info="stream frames into the tracker while it runs (same results, "
+                                             "first masks sooner)")
                 vid_fps = gr.Number(label="Sample FPS", value=None, info="empty = every frame")
                 vid_every = gr.Number(label="Every Xth frame", value=None, precision=0,
                                       info="ignored when Sample FPS is set; empty = every frame")

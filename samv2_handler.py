@@ -17,13 +17,14 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import closing, contextmanager, nullcontext
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 from PIL import Image
 
+import frame_loader
 import settings
 from errors import ModelLoadError
 from mask_codec import encode_png_b64, mask_box
@@ -248,11 +249,15 @@ def session_dtype(device: torch.device) -> torch.dtype:
     return torch.bfloat16 if device.type == "cuda" else torch.float32
 
 
-def propagation_order(num_frames: int, ref_frame_idx: int) -> list[tuple[int, bool]]:
-    """(frame_idx, reverse) for every step after seeding: forward ref..N-1, then reverse ref-1..0."""
+def propagation_order(num_frames: int, ref_frame_idx: int,
+                      repeat_reference: bool = False) -> list[tuple[int, bool]]:
+    """(frame_idx, reverse) for every step after seeding: forward ref..N-1, then, when ref > 0,
+    reverse down to 0 (starting at ref itself when `repeat_reference`, as transformers does)."""
     forward = [(i, False) for i in range(ref_frame_idx, num_frames)]
-    backward = [(i, True) for i in range(ref_frame_idx - 1, -1, -1)]
-    return forward + backward
+    if ref_frame_idx == 0:
+        return forward
+    first = ref_frame_idx if repeat_reference else ref_frame_idx - 1
+    return forward + [(i, True) for i in range(first, -1, -1)]
 
 
 def track_video_eager(models: Sam2Models, frame_paths: list[str], masks: list[np.ndarray],
@@ -322,17 +327,68 @@ def detections_from_results(results: Iterator[FrameResult], width: int, height: 
     return detections
 
 
+def track_video_streaming(models: Sam2Models, frame_paths: list[str], masks: list[np.ndarray],
+                          ref_frame_idx: int, video_load_device: str = "cpu", progress: Progress | None = None,
+                          chunk_size: int = frame_loader.CHUNK_SIZE, timeout_s: float | None = None,
+                          parity_gate: bool = True) -> Iterator[FrameResult]:
+    """Same results as `track_video_eager`, with frame preprocessing overlapped with propagation.
+
+    A `FrameLoader` thread streams preprocessed frames into an empty session while this thread
+    seeds the objects as soon as the reference frame is in and then steps the model frame by
+    frame (`propagate_in_video_iterator` cannot follow a growing session: it reads `num_frames`
+    once). Each step waits only for the frame it needs, except that the first step waits for
+    `min(N, max_object_pointers_in_encoder)` frames: with `streaming=False` the model sizes its
+    object-pointer window and their temporal encoding by `min(session.num_frames, 16)`
+    (transformers 5.24 `modeling_sam2_video.py`, `_get_object_pointers`, lines 2358-2361 and
+    `_process_object_pointers` line 2422), so this parity gate keeps the results bit-identical to
+    the eager path. `parity_gate=False` exists only for the test that shows the gate matters.
+    The reverse pass runs after the forward pass reached the last frame, so on a complete session.
+    """
+    device = models.device
+    total = len(frame_paths)
+    width, height = frame_size(frame_paths[0])
+    session = models.video_processor.init_video_session(
+        inference_device=device, video_storage_device=video_load_device, inference_state_device="cpu",
+        dtype=session_dtype(device))
+    session.video_height, session.video_width = height, width
+    max_pointers = models.video_model.config.max_object_pointers_in_encoder
+    min_loaded = min(total, max_pointers) if parity_gate else 0
+    timeout_s = settings.frame_timeout_s() if timeout_s is None else timeout_s
+    done = 0
+    with frame_loader.FrameLoader(session, frame_paths, models.video_processor.video_processor,
+                                  chunk_size=chunk_size, timeout_s=timeout_s) as loader, \
+            inference_context(device):
+        loader.wait_for(ref_frame_idx)
+        models.video_processor.add_inputs_to_inference_session(
+            inference_session=session, frame_idx=ref_frame_idx, obj_ids=list(range(len(masks))),
+            input_masks=list(masks))
+        models.video_model(inference_session=session, frame_idx=ref_frame_idx)  # seed
+        # the same calls, in the same order, as propagate_in_video_iterator forward then reverse
+        for frame_idx, reverse in propagation_order(total, ref_frame_idx, repeat_reference=True):
+            loader.wait_for(frame_idx, min_loaded)
+            output = models.video_model(inference_session=session, frame_idx=frame_idx, reverse=reverse)
+            if reverse and frame_idx == ref_frame_idx:
+                continue
+            done += 1
+            yield _frame_result(models, output, height, width)
+            if progress is not None:
+                progress(done, total)
+
+
 def track_video(models: Sam2Models, frame_paths: list[str], masks: list[np.ndarray], ref_frame_idx: int,
                 drop_masks: bool = False, async_frame_load: bool = True, video_load_device: str = "cpu",
                 progress: Progress | None = None) -> list[dict]:
     """Detections for a video whose sampled frames are the JPEGs `frame_paths`.
 
-    `async_frame_load` is accepted and currently runs the eager path.
+    `async_frame_load=True` streams frames in while propagating (`track_video_streaming`);
+    `False` preprocesses the whole video first (`track_video_eager`). Both give identical results.
     """
     check_ref_in_range(ref_frame_idx, len(frame_paths))
     width, height = frame_size(frame_paths[0])
-    results = track_video_eager(models, frame_paths, masks, ref_frame_idx, video_load_device, progress)
-    return detections_from_results(results, width, height, drop_masks)
+    track = track_video_streaming if async_frame_load else track_video_eager
+    results = track(models, frame_paths, masks, ref_frame_idx, video_load_device, progress)
+    with closing(results):  # runs the generator's cleanup (the loader's join) even if encoding fails
+        return detections_from_results(results, width, height, drop_masks)
 
 
 # Rough GPU seconds per propagation step by variant, frame preprocessing and mask encoding
@@ -347,8 +403,9 @@ GPU_MAX_S = 300
 def estimate_video_gpu_seconds(num_frames: int, ref_frame_idx: int, variant: str) -> int:
     """ZeroGPU duration for tracking `num_frames` sampled frames, clamped to [GPU_MIN_S, GPU_MAX_S].
 
-    Steps: seeding + forward (ref..N-1) + reverse (ref-1..0) = N + 1.
+    Steps: seeding + forward (ref..N-1) + reverse (ref-1..0) = N + 1 whatever `ref_frame_idx` is:
+    the reverse pass covers exactly the frames the forward pass does not.
     """
-    steps = len(propagation_order(max(num_frames, 0), min(max(ref_frame_idx, 0), max(num_frames - 1, 0)))) + 1
+    steps = max(num_frames, 1) + 1
     per_frame = GPU_SECONDS_PER_FRAME.get(variant, max(GPU_SECONDS_PER_FRAME.values()))
     return int(min(GPU_MAX_S, max(GPU_MIN_S, math.ceil(GPU_OVERHEAD_S + steps * per_frame))))

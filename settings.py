@@ -6,6 +6,7 @@
 | `SAM2_MAX_IMAGE_PIXELS` | 16_777_216 (4096 x 4096)  | largest image / video frame accepted, in pixels     |
 | `SAM2_MAX_FRAMES`       | 600                       | most frames one video request may track, after sampling |
 | `SAM2_TMPDIR`           | the system temp directory | where per-request working directories are created  |
+| `SAM2_FRAME_TIMEOUT_S`  | 90                        | longest wait for the frame producer before a video request fails |
 """
 
 import os
@@ -44,3 +45,16 @@ def tmp_root() -> str:
 
 def model_override() -> str | None:
     return os.environ.get("SAM2_MODEL") or None
+
+
+def frame_timeout_s() -> float:
+    raw = os.environ.get("SAM2_FRAME_TIMEOUT_S", "").strip()
+    if not raw:
+        return 90.0
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"environment variable SAM2_FRAME_TIMEOUT_S={raw!r} is not a number") from None
+    if not value > 0:
+        raise ValueError(f"environment variable SAM2_FRAME_TIMEOUT_S={raw!r} must be > 0")
+    return value

@@ -2,7 +2,6 @@
 
 import asyncio
 import base64
-import io
 import json
 import os
 import socket

@@ -1,0 +1,121 @@
+"""The producer side of `async_frame_load`: stream preprocessed frames into a video session.
+
+A `FrameLoader` thread reads the request's extracted JPEG frames in chunks, preprocesses each
+chunk on the CPU with the processor's video processor (resize to the model's input size,
+normalise) and appends every frame to a streaming `Sam2VideoInferenceSession` with
+`add_new_frame`. It never runs the model: `torch.inference_mode` / `autocast` are thread-local
+and the consumer (the calling thread) owns every forward.
+
+The hand-off is a condition variable over "frames loaded so far" and "the producer's error":
+`wait_for(frame_idx)` blocks until that frame is in the session, raises `FrameLoadTimeout`
+(a `TimeoutError`) when the producer makes no progress for `timeout_s`, and re-raises a producer
+failure as `FrameLoadError` (a `RuntimeError`) chained from the original exception. `close()`
+stops the producer and joins it; use the loader as a context manager so that happens in
+`finally` on success, error and timeout alike.
+"""
+
+import logging
+import threading
+import time
+
+import video_io
+from errors import FrameLoadError
+
+logger = logging.getLogger("sam2space")
+
+CHUNK_SIZE = 8
+DEFAULT_TIMEOUT_S = 90.0
+
+
+class FrameLoadTimeout(FrameLoadError, TimeoutError):
+    """The producer loaded no frame for longer than the loader's timeout."""
+
+
+class FrameLoader:
+    def __init__(self, session, frame_paths: list[str], video_processor, chunk_size: int = CHUNK_SIZE,
+                 timeout_s: float = DEFAULT_TIMEOUT_S):
+        if chunk_size < 1:
+            raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
+        self.session = session
+        self.frame_paths = list(frame_paths)
+        self.video_processor = video_processor
+        self.chunk_size = chunk_size
+        self.timeout_s = timeout_s
+        self._loaded = 0
+        self._error: BaseException | None = None
+        self._stop = threading.Event()
+        self._cond = threading.Condition()
+        self._thread = threading.Thread(target=self._run, name="sam2-frame-loader", daemon=True)
+
+    @property
+    def total(self) -> int:
+        return len(self.frame_paths)
+
+    @property
+    def loaded(self) -> int:
+        with self._cond:
+            return self._loaded
+
+    # producer ---------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        try:
+            for start in range(0, self.total, self.chunk_size):
+                if self._stop.is_set():
+                    return
+                paths = self.frame_paths[start:start + self.chunk_size]
+                frames = []
+                for path in paths:
+                    if self._stop.is_set():
+                        return
+                    frames.append(video_io.read_frame(path))
+                pixel_values = self.video_processor(videos=frames, device="cpu",
+                                                    return_tensors="pt").pixel_values_videos[0]
+                for offset, frame in enumerate(pixel_values):
+                    self.session.add_new_frame(frame, start + offset)
+                with self._cond:
+                    self._loaded = start + len(paths)
+                    self._cond.notify_all()
+        except BaseException as exc:  # handed to the consumer, which re-raises it with its cause
+            with self._cond:
+                self._error = exc
+                self._cond.notify_all()
+
+    # consumer ---------------------------------------------------------------------------
+
+    def start(self) -> "FrameLoader":
+        self._thread.start()
+        return self
+
+    def wait_for(self, frame_idx: int, min_loaded: int = 0) -> None:
+        """Block until frame `frame_idx` and at least `min_loaded` frames are in the session."""
+        target = min(max(frame_idx + 1, min_loaded), self.total)
+        with self._cond:
+            last_progress, last_loaded = time.monotonic(), self._loaded
+            while self._loaded < target:
+                if self._error is not None:
+                    raise FrameLoadError(f"loading video frames failed at frame {self._loaded} of {self.total}: "
+                                         f"{type(self._error).__name__}: {self._error}") from self._error
+                if not self._thread.is_alive():
+                    raise FrameLoadError(f"the frame loader stopped after {self._loaded} of {self.total} frames")
+                if self._loaded != last_loaded:
+                    last_progress, last_loaded = time.monotonic(), self._loaded
+                remaining = self.timeout_s - (time.monotonic() - last_progress)
+                if remaining <= 0:
+                    raise FrameLoadTimeout(
+                        f"no video frame was loaded for {self.timeout_s:g} s (stuck at frame {self._loaded} of "
+                        f"{self.total}); the server is overloaded or the video is unreadable, retry later "
+                        "or send a shorter or sampled-down video")
+                self._cond.wait(timeout=min(remaining, 1.0))
+
+    def close(self) -> None:
+        """Stop the producer (it finishes at most the chunk in hand) and join it."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+    def __enter__(self) -> "FrameLoader":
+        return self.start()
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
