@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 from PIL import Image
+from transformers.models.sam2_video.modeling_sam2_video import Sam2VideoInferenceSession
 
 import frame_loader
 import settings
@@ -327,46 +328,113 @@ def detections_from_results(results: Iterator[FrameResult], width: int, height: 
     return detections
 
 
+def need_order(num_frames: int, ref_frame_idx: int) -> list[int]:
+    """Frames in the order propagation first needs them: ref..N-1, then ref-1..0."""
+    return list(range(ref_frame_idx, num_frames)) + list(range(ref_frame_idx - 1, -1, -1))
+
+
+class DeclaredLengthSession(Sam2VideoInferenceSession):
+    """A streaming session that reports the whole video's length while its frames come and go.
+
+    transformers takes the video length from `num_frames` (`len(processed_frames)`): it is
+    `num_total_frames` in `_run_single_frame_inference` (modeling_sam2_video.py line 2651), which
+    sizes the object-pointer window `min(num_total_frames, max_object_pointers_in_encoder)` (line
+    2361) and bounds the pointer look-back (line 2386). Declaring the length up front keeps those
+    numbers exactly what the eager path sees, although frames are appended late and dropped early.
+    """
+
+    def __init__(self, total_frames: int, **kwargs):
+        super().__init__(**kwargs)
+        self.total_frames = total_frames
+
+    @property
+    def num_frames(self) -> int:
+        return self.total_frames
+
+
+def readable_window(config) -> int:
+    """How far back (in the direction of tracking) a step reads other frames' outputs.
+
+    Memory: `_gather_memory_frame_outputs` reads non-conditioning outputs at offsets
+    1..num_maskmem-1 (modeling_sam2_video.py lines 2288-2298). Object pointers:
+    `_get_object_pointers` reads offsets 1..max_object_pointers_to_use-1 (lines 2383-2396), at
+    most max_object_pointers_in_encoder-1. Conditioning outputs are read at any distance and are
+    never dropped.
+    """
+    return max(config.num_maskmem, config.max_object_pointers_in_encoder) - 1
+
+
+def _drop_outputs(session, frame_idx: int) -> None:
+    for outputs in session.output_dict_per_obj.values():
+        outputs["non_cond_frame_outputs"].pop(frame_idx, None)
+
+
 def track_video_streaming(models: Sam2Models, frame_paths: list[str], masks: list[np.ndarray],
                           ref_frame_idx: int, video_load_device: str = "cpu", progress: Progress | None = None,
                           chunk_size: int = frame_loader.CHUNK_SIZE, timeout_s: float | None = None,
-                          parity_gate: bool = True) -> Iterator[FrameResult]:
+                          parity_gate: bool = True, bounded: bool = True,
+                          on_step: Callable[[object, int], None] | None = None) -> Iterator[FrameResult]:
     """Same results as `track_video_eager`, with frame preprocessing overlapped with propagation.
 
-    A `FrameLoader` thread streams preprocessed frames into an empty session while this thread
-    seeds the objects as soon as the reference frame is in and then steps the model frame by
-    frame (`propagate_in_video_iterator` cannot follow a growing session: it reads `num_frames`
-    once). Each step waits only for the frame it needs, except that the first step waits for
-    `min(N, max_object_pointers_in_encoder)` frames: with `streaming=False` the model sizes its
-    object-pointer window and their temporal encoding by `min(session.num_frames, 16)`
-    (transformers 5.24 `modeling_sam2_video.py`, `_get_object_pointers`, lines 2358-2361 and
-    `_process_object_pointers` line 2422), so this parity gate keeps the results bit-identical to
-    the eager path. `parity_gate=False` exists only for the test that shows the gate matters.
-    The reverse pass runs after the forward pass reached the last frame, so on a complete session.
+    A `FrameLoader` thread streams preprocessed frames into the session while this thread seeds
+    the objects as soon as the reference frame is in and then steps the model frame by frame
+    (`propagate_in_video_iterator` cannot follow a growing session: it reads `num_frames` once),
+    making the same calls in the same order as that iterator forward then reverse. Each step
+    waits only for the frame it needs, except that the first step waits for
+    `min(N, max_object_pointers_in_encoder)` frames (the parity gate): with `streaming=False` the
+    model sizes its object-pointer window by `min(session.num_frames, 16)` (`_get_object_pointers`,
+    modeling_sam2_video.py line 2361, normalising their temporal encoding at line 2422), so on a
+    plain growing session the gate is what keeps the results bit-identical to the eager path.
+
+    `bounded=True` (the default) keeps memory flat in the video's length, without changing a bit:
+    the session declares the full length (`DeclaredLengthSession`, which also makes the gate
+    harmless); frames are loaded in the order they are needed (ref..N-1, then ref-1..0, so the
+    frames before the reference are read from their JPEG only when the reverse pass reaches them)
+    and dropped once propagated; the producer stays at most `max(gate, 2 chunks)` frames ahead;
+    non-conditioning outputs are dropped once no later step can read them (`readable_window`),
+    except that the forward outputs just after the reference frame live until the end, because
+    the reverse pass reads them. `bounded=False` is issue 3's plain growing session, kept for the
+    test that shows the gate matters. `on_step(session, frame_idx)` is a test probe.
     """
     device = models.device
     total = len(frame_paths)
     width, height = frame_size(frame_paths[0])
-    session = models.video_processor.init_video_session(
-        inference_device=device, video_storage_device=video_load_device, inference_state_device="cpu",
-        dtype=session_dtype(device))
-    session.video_height, session.video_width = height, width
-    max_pointers = models.video_model.config.max_object_pointers_in_encoder
-    min_loaded = min(total, max_pointers) if parity_gate else 0
+    config = models.video_model.config
+    min_loaded = min(total, config.max_object_pointers_in_encoder) if parity_gate else 0
     timeout_s = settings.frame_timeout_s() if timeout_s is None else timeout_s
+    if bounded:
+        session = DeclaredLengthSession(
+            total, video_height=height, video_width=width, inference_device=device,
+            inference_state_device="cpu", video_storage_device=video_load_device, dtype=session_dtype(device))
+        order, lookahead = need_order(total, ref_frame_idx), max(min_loaded, 2 * chunk_size)
+        window = readable_window(config)
+        kept_for_reverse = set(range(ref_frame_idx + 1, ref_frame_idx + window + 1)) if ref_frame_idx > 0 else set()
+    else:
+        session = models.video_processor.init_video_session(
+            inference_device=device, video_storage_device=video_load_device, inference_state_device="cpu",
+            dtype=session_dtype(device))
+        session.video_height, session.video_width = height, width
+        order, lookahead = None, None
     done = 0
     with frame_loader.FrameLoader(session, frame_paths, models.video_processor.video_processor,
-                                  chunk_size=chunk_size, timeout_s=timeout_s) as loader, \
-            inference_context(device):
+                                  chunk_size=chunk_size, timeout_s=timeout_s, order=order,
+                                  lookahead=lookahead) as loader, inference_context(device):
         loader.wait_for(ref_frame_idx)
         models.video_processor.add_inputs_to_inference_session(
             inference_session=session, frame_idx=ref_frame_idx, obj_ids=list(range(len(masks))),
             input_masks=list(masks))
         models.video_model(inference_session=session, frame_idx=ref_frame_idx)  # seed
-        # the same calls, in the same order, as propagate_in_video_iterator forward then reverse
         for frame_idx, reverse in propagation_order(total, ref_frame_idx, repeat_reference=True):
             loader.wait_for(frame_idx, min_loaded)
             output = models.video_model(inference_session=session, frame_idx=frame_idx, reverse=reverse)
+            if on_step is not None:
+                on_step(session, frame_idx)
+            if bounded:
+                session.processed_frames.pop(frame_idx, None)
+                loader.consumed(frame_idx)
+                stale = frame_idx + window if reverse else frame_idx - window
+                if reverse or stale not in kept_for_reverse:
+                    _drop_outputs(session, stale)
             if reverse and frame_idx == ref_frame_idx:
                 continue
             done += 1

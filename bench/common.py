@@ -46,3 +46,70 @@ def run_child(script: str, args: list[str]) -> dict:
 
 def median(values):
     return statistics.median(values)
+
+
+def prepare_video(workdir: str, width: int, height: int, frames: int, real_tiny: bool = False):
+    """A random-weights checkpoint (micro architecture at the real 1024 input, or the real tiny
+    architecture), a synthetic video of a moving rectangle, its extracted JPEG frames and the
+    rectangle's mask on frame 0. Returns (checkpoint, frames_dir, mask_path)."""
+    import numpy as np
+    from transformers import Sam2VideoConfig
+
+    import video_io
+    from micro import build_checkpoint, micro_config, rect_frames, write_video
+
+    config = Sam2VideoConfig() if real_tiny else micro_config(1024)
+    checkpoint = build_checkpoint(os.path.join(workdir, "model"), config)
+    rect = (width // 5, height // 4, width // 5 + width // 4, height // 4 + height // 3)
+    video = write_video(os.path.join(workdir, "video.avi"), rect_frames(width, height, frames, rect=rect, step=1),
+                        fps=30.0)
+    frames_dir = os.path.join(workdir, "frames")
+    os.makedirs(frames_dir)
+    info = video_io.probe(video)
+    video_io.extract_frames(video, frames_dir, video_io.plan_sampling(info, None, None), 100_000)
+    os.remove(video)
+    mask = np.zeros((height, width), bool)
+    mask[rect[1]:rect[3], rect[0]:rect[2]] = True
+    mask_path = os.path.join(workdir, "mask.npy")
+    np.save(mask_path, mask)
+    return checkpoint, frames_dir, mask_path
+
+
+TRACKERS = {
+    "eager": ("track_video_eager", {}),
+    "async-unbounded": ("track_video_streaming", {"bounded": False}),
+    "bounded": ("track_video_streaming", {"bounded": True}),
+}
+
+
+def track_once(mode: str, checkpoint: str, frames_dir: str, mask_path: str, device: str, ref: int = 0) -> dict:
+    """Child-process body: load, warm up on 3 frames, then track every frame once and measure."""
+    import time
+
+    import numpy as np
+
+    os.environ["SAM2_MODEL"] = checkpoint
+    import samv2_handler
+
+    name, options = TRACKERS[mode]
+    track = getattr(samv2_handler, name)
+    paths = sorted(os.path.join(frames_dir, f) for f in os.listdir(frames_dir))
+    mask = np.load(mask_path)
+    height, width = mask.shape
+    models = samv2_handler.get_models("tiny").to(device)
+    for _ in track(models, paths[:3], [mask], 0, **options):  # warm-up
+        pass
+    rss_before = peak_rss_mib()
+    started = time.perf_counter()
+    first = None
+    frames = 0
+    for result in track(models, paths, [mask], ref, **options):
+        if first is None and result.frame_idx == ref + 1:  # the first propagated (not seeded) frame
+            if device.startswith("cuda"):
+                import torch
+                torch.cuda.synchronize()
+            first = time.perf_counter() - started
+        samv2_handler.frame_detections(result, width, height, drop_masks=False)
+        frames += 1
+    return {"mode": mode, "wall_s": time.perf_counter() - started, "first_mask_s": first, "frames": frames,
+            "peak_rss_mib": peak_rss_mib(), "rss_after_load_mib": rss_before}

@@ -5,7 +5,6 @@ import os
 import threading
 
 import gradio as gr
-import numpy as np
 import pytest
 import torch
 
@@ -91,7 +90,8 @@ def test_parity_gate_matters(count, models, video_factory, tmp_path, monkeypatch
     release = threading.Event()
     throttled_reads(monkeypatch, hold_at=8, release=release)
     ungated = []
-    for result in samv2_handler.track_video_streaming(models, frame_paths, masks, 0, parity_gate=False):
+    for result in samv2_handler.track_video_streaming(models, frame_paths, masks, 0, parity_gate=False,
+                                                      bounded=False):
         ungated.append(result)
         if len(ungated) == 4:  # frames 0-3 were computed with only frames 0-7 in the session
             release.set()
@@ -105,9 +105,27 @@ def test_parity_gate_matters(count, models, video_factory, tmp_path, monkeypatch
     throttled_reads(monkeypatch, hold_at=8, release=release)
     timer = threading.Timer(0.5, release.set)
     timer.start()
-    gated = run(models, samv2_handler.track_video_streaming, frame_paths, masks, 0)
+    gated = run(models, samv2_handler.track_video_streaming, frame_paths, masks, 0, bounded=False)
     timer.join()
     assert_identical(eager, gated)
+
+
+def test_parity_gate_is_harmless_on_the_bounded_session(models, video_factory, tmp_path, monkeypatch):
+    """The bounded path's session declares the video's length up front (`DeclaredLengthSession`),
+    so the object-pointer window is min(N, 16) from the first step whatever is loaded: removing
+    the gate there changes nothing, even when the consumer runs right behind the producer."""
+    frame_paths = frames_of(video_factory, tmp_path, 40)
+    masks = seed_masks(2)
+    eager = run(models, samv2_handler.track_video_eager, frame_paths, masks, 0)
+    release = threading.Event()
+    throttled_reads(monkeypatch, hold_at=8, release=release)
+    ungated = []
+    for result in samv2_handler.track_video_streaming(models, frame_paths, masks, 0, parity_gate=False):
+        ungated.append(result)
+        if len(ungated) == 4:
+            release.set()
+    release.set()
+    assert_identical(eager, ungated)
 
 
 def test_only_the_calling_thread_runs_the_model(models, video_factory, tmp_path):
@@ -135,6 +153,25 @@ def test_loader_streams_every_frame_in_chunks(models, video_factory, tmp_path):
         assert torch.equal(session.processed_frames[i], eager[i])
 
 
+def test_loader_back_pressure_and_order(models, video_factory, tmp_path):
+    frame_paths = frames_of(video_factory, tmp_path, 11)
+    session = models.video_processor.init_video_session(inference_device="cpu", dtype=torch.float32)
+    order = samv2_handler.need_order(11, 4)
+    assert order == [4, 5, 6, 7, 8, 9, 10, 3, 2, 1, 0]
+    with FrameLoader(session, frame_paths, models.video_processor.video_processor, chunk_size=2,
+                     order=order, lookahead=4) as loader:
+        loader.wait_for(5)
+        threading.Event().wait(0.3)  # give a runaway producer time to run ahead
+        assert loader.loaded == 4 and sorted(session.processed_frames) == [4, 5, 6, 7]
+        loader.consumed(5)  # two frames done: room for one more chunk, no more
+        loader.wait_for(9)
+        threading.Event().wait(0.3)
+        assert loader.loaded == 6
+        loader.consumed(0)
+        loader.wait_for(0)
+        assert loader.loaded == 11
+
+
 # ---------------------------------------------------------------------------------------------
 # Faults: a clear error for the caller, the frames directory gone, no thread left behind
 
@@ -155,7 +192,7 @@ def test_producer_failure_mid_video(video_factory, mask_b64, monkeypatch, reques
 
     monkeypatch.setattr(video_io, "read_frame", read_frame)
     threads_before = len(threading.enumerate())
-    with pytest.raises(gr.Error, match="loading video frames failed at frame 16 of 40: OSError: disk went away"):
+    with pytest.raises(gr.Error, match="loading video frames failed after 16 of 40 frames: OSError: disk went away"):
         app.process_video(video, "tiny", mask_b64)
     assert not os.listdir(request_tmp)
     assert len(threading.enumerate()) == threads_before
