@@ -17,6 +17,7 @@ import gradio as gr
 import numpy as np
 from PIL import Image
 
+import mask_generation
 import mcp_json
 import prompts
 import samv2_handler
@@ -79,6 +80,17 @@ def _track_video_gpu(variant, frame_paths, masks, ref_frame_idx, drop_masks, asy
     return samv2_handler.track_video(models, frame_paths, masks, ref_frame_idx, drop_masks=drop_masks,
                                      async_frame_load=async_frame_load,
                                      video_load_device=video_load_device, progress=report)
+
+
+def _everything_gpu_duration(variant, image, params, *args, **kwargs) -> int:
+    """ZeroGPU duration callable: same arguments as `_generate_masks_gpu`."""
+    return mask_generation.estimate_gpu_seconds(params, variant, image.width, image.height)
+
+
+@spaces.GPU(duration=_everything_gpu_duration)
+def _generate_masks_gpu(variant: str, image: Image.Image, params: mask_generation.EverythingParams) -> dict:
+    models = samv2_handler.get_models(variant).to(samv2_handler.inference_device())
+    return mask_generation.generate_masks(models, image, params)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -172,6 +184,46 @@ def process_video(
             shutil.rmtree(workdir, ignore_errors=True)
 
 
+def generate_masks(
+    im: Image.Image,
+    variant: str = DEFAULT_VARIANT,
+    points_per_side: int = 32,
+    pred_iou_thresh: float = 0.88,
+    stability_score_thresh: float = 0.95,
+    crop_n_layers: int = 0,
+    min_area: int = 0,
+    max_masks: int = 100,
+    output_format: str = "rle",
+) -> dict:
+    """Find every object in an image with SAM 2, without any prompt ("segment everything"); returns compact masks.
+
+    SAM 2 is prompted with a regular grid of points_per_side x points_per_side points spread over the whole image (any aspect ratio), each point giving up to 3 candidate masks; candidates below the predicted-IoU or stability thresholds are dropped and near-duplicates are merged by box non-maximum suppression (IoU 0.7), also across crops. Result: {"image_size": [height, width], "masks": [...], "truncated": bool}. The masks are sorted by area, LARGEST FIRST; each is {"bbox": [x, y, width, height] in absolute pixels (top-left corner, COCO layout), "area": pixel count, "predicted_iou": the model's own quality estimate 0..1, "stability_score": 0..1 (how little the mask changes when its logit threshold moves by +-1), "segmentation": the mask as COCO RLE {"size": [height, width], "counts": "<ascii>"} (output_format "rle", default) or a base64 1-bit PNG of the image's size, 1 inside ("png")}. "truncated" is true when more than max_masks masks passed and the list was cut. No mask passing the thresholds gives "masks": [] (not an error). Cost grows with points_per_side squared and with the crops: crop_n_layers=1 runs 1 + 4 crops, 2 runs 1 + 4 + 16 (each an encoder pass and a full grid). Images over SAM2_MAX_IMAGE_PIXELS (default 16777216) are rejected.
+
+    Args:
+        im: The image (RGB; other modes are converted). Over MCP pass an http(s) URL or a data: URI.
+        variant: SAM 2 model size, one of "tiny", "small", "base_plus", "large" (default "small").
+        points_per_side: Grid points per side of the image and of each crop, 1..64 (default 32, i.e. 1024 prompts).
+        pred_iou_thresh: Keep masks whose predicted IoU exceeds this, 0..1 (default 0.88; 0 disables the filter).
+        stability_score_thresh: Keep masks whose stability score exceeds this, 0..1 (default 0.95; 0 disables the filter).
+        crop_n_layers: 0 (default) for the whole image only; 1 or 2 also segment overlapping crops (2x2, then 4x4 tiles) at full model resolution, for large images with small objects; at most 2.
+        min_area: Drop masks smaller than this many pixels (default 0).
+        max_masks: Return at most this many masks, the largest ones (default 100, at least 1).
+        output_format: "rle" (default) for COCO RLE objects, or "png" for base64 1-bit PNG strings.
+
+    Returns:
+        {"image_size": [h, w], "masks": [{"bbox", "area", "predicted_iou", "stability_score", "segmentation"}], "truncated": bool}, masks largest first.
+    """
+    with user_errors("generate_masks"):
+        variant = prompts.check_variant(variant)
+        params = mask_generation.check_params(points_per_side, pred_iou_thresh, stability_score_thresh, crop_n_layers,
+                                              min_area, max_masks, output_format)
+        if im is None:
+            raise InputError("im", "no image given; upload an image (over MCP: an http(s) URL or data: URI)")
+        prompts.check_image_size(im.width, im.height, settings.max_image_pixels())
+        samv2_handler.get_models(variant)  # load on the CPU, outside the GPU window
+        return _generate_masks_gpu(variant, im, params)
+
+
 # ---------------------------------------------------------------------------------------------
 # UI helpers (not part of the API)
 
@@ -187,6 +239,14 @@ def overlay_masks(im: Image.Image | None, result) -> tuple | None:
     for i, encoded in enumerate(result):
         annotations.append((decode_mask(encoded).astype(np.float32), f"object {i}"))
     return im, annotations
+
+
+def overlay_everything(im: Image.Image | None, result) -> tuple | None:
+    """(image, [(mask, "#i area"), ...]) for gr.AnnotatedImage from a generate_masks result."""
+    if im is None or not result or not result.get("masks"):
+        return None
+    return im, [(decode_mask(m["segmentation"]).astype(np.float32), f"#{i} ({m['area']} px)")
+                for i, m in enumerate(result["masks"])]
 
 
 with gr.Blocks(title="SAM 2: segment images and track objects in videos") as demo:
@@ -231,6 +291,29 @@ with gr.Blocks(title="SAM 2: segment images and track objects in videos") as dem
                 vid_json = gr.JSON(label="Detections (JSON)")
         vid_button.click(process_video, [vid_in, vid_variant, vid_masks, vid_drop, vid_ref, vid_async, vid_fps,
                                          vid_every, vid_device], vid_json, api_name="process_video")
+    with gr.Tab("Everything"):
+        with gr.Row():
+            with gr.Column():
+                ev_in = gr.Image(label="Image", type="pil")
+                ev_variant = gr.Dropdown(list(prompts.VARIANTS), value=DEFAULT_VARIANT, label="Model variant")
+                # Numbers, not sliders: a slider rejects out-of-range API values with a message that
+                # does not name the argument; our own validation does.
+                ev_points = gr.Number(label=f"Points per side (1..{mask_generation.MAX_POINTS_PER_SIDE})", value=32,
+                                      precision=0)
+                ev_iou = gr.Number(label="Predicted IoU threshold (0..1)", value=0.88)
+                ev_stability = gr.Number(label="Stability score threshold (0..1)", value=0.95)
+                ev_layers = gr.Number(label=f"Crop layers (0..{mask_generation.MAX_CROP_N_LAYERS}, for large images)",
+                                      value=0, precision=0)
+                ev_min_area = gr.Number(label="Minimum area (pixels)", value=0, precision=0)
+                ev_max = gr.Number(label="Maximum masks", value=100, precision=0)
+                ev_format = gr.Radio(["rle", "png"], value="rle", label="Output format")
+                ev_button = gr.Button("Segment everything", variant="primary")
+            with gr.Column():
+                ev_overlay = gr.AnnotatedImage(label="Masks")
+                ev_json = gr.JSON(label="Result (JSON)")
+        ev_button.click(generate_masks, [ev_in, ev_variant, ev_points, ev_iou, ev_stability, ev_layers, ev_min_area,
+                                         ev_max, ev_format], ev_json, api_name="generate_masks").success(
+            overlay_everything, [ev_in, ev_json], ev_overlay, api_visibility="private")
 
 
 if __name__ == "__main__":

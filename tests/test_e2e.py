@@ -92,6 +92,8 @@ def test_process_video_over_gradio_client(client, video_factory, request_tmp):
 # The MCP tool schema is the docstrings: pin the tools and their parameters.
 EXPECTED_TOOLS = {
     "process_image": ["im", "variant", "bboxes", "points", "point_labels", "output_format"],
+    "generate_masks": ["im", "variant", "points_per_side", "pred_iou_thresh", "stability_score_thresh",
+                       "crop_n_layers", "min_area", "max_masks", "output_format"],
     "process_video": ["video_path", "variant", "masks", "drop_masks", "ref_frame_idx", "async_frame_load",
                       "sample_fps", "every_x", "video_load_device"],
 }
@@ -108,6 +110,8 @@ def test_mcp_schema_is_pinned(server):
             assert len(schema["properties"][param].get("description", "")) > 20, (name, param)
     image_doc = by_name["process_image"]["description"]
     assert "absolute pixel" in image_doc and "every box is one object" in image_doc
+    everything_doc = by_name["generate_masks"]["description"]
+    assert "LARGEST FIRST" in everything_doc and "truncated" in everything_doc
     video_doc = by_name["process_video"]["description"]
     assert "SAMPLED" in video_doc and "sigmoid" in video_doc and "NORMALISED" in video_doc
 
@@ -134,12 +138,28 @@ def test_mcp_lists_tools_and_segments_a_data_uri_image(server, image_file):
             "im": data_uri(image_file), "variant": "tiny",
             "bboxes": '[{"x0": 100, "y0": 60, "x1": 220, "y1": 180}]', "output_format": "rle"})
         bad = await session.call_tool("process_image", {"im": data_uri(image_file), "variant": "tiny"})
-        return tools, ok, bad
+        everything = await session.call_tool("generate_masks", {
+            "im": data_uri(image_file), "variant": "tiny", "points_per_side": 4, "pred_iou_thresh": 0,
+            "stability_score_thresh": 0})
+        too_big = await session.call_tool("generate_masks", {"im": data_uri(image_file), "points_per_side": 500})
+        return tools, ok, bad, everything, too_big
 
-    tools, ok, bad = asyncio.run(mcp_session(server, work))
+    tools, ok, bad, everything, too_big = asyncio.run(mcp_session(server, work))
     assert {tool.name for tool in tools.tools} == set(EXPECTED_TOOLS)
     assert not ok.isError
     text = ok.content[0].text
     masks = json.loads(text)
     assert len(masks) == 1 and masks[0]["size"] == [240, 320]
     assert bad.isError and "`bboxes`" in bad.content[0].text
+    assert not everything.isError
+    result = json.loads(everything.content[0].text)
+    assert result["image_size"] == [240, 320] and isinstance(result["truncated"], bool) and result["masks"]
+    assert too_big.isError and "`points_per_side`" in too_big.content[0].text
+
+
+def test_generate_masks_over_gradio_client(client, image_file):
+    result = client.predict(handle_file(image_file), "tiny", 4, 0, 0, 0, 0, 5, "png", api_name="/generate_masks")
+    assert result["image_size"] == [240, 320] and result["masks"]
+    assert decode_mask(result["masks"][0]["segmentation"]).shape == (240, 320)
+    with pytest.raises(AppError, match="`crop_n_layers`"):
+        client.predict(handle_file(image_file), "tiny", 4, 0, 0, 9, api_name="/generate_masks")
