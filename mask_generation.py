@@ -22,8 +22,10 @@ from PIL import Image
 from transformers.models.sam2.image_processing_sam2 import (_batched_mask_to_box, _build_point_grid,
                                                             _compute_stability_score, _is_box_near_crop_edge)
 
+from embedding_cache import pixels_digest
 from errors import InputError
 from mask_codec import encode_mask, mask_box
+from samv2_handler import image_embeddings, inference_context
 
 MAX_POINTS_PER_SIDE = 64  # 4096 prompts per crop
 MAX_CROP_N_LAYERS = 2  # 1 + 4 + 16 = 21 crops
@@ -123,8 +125,6 @@ def generate_masks(models, image: Image.Image, params: EverythingParams, stage_t
     `stage_times`, when given, receives seconds per stage (embedding, decoding, filtering, nms,
     encoding).
     """
-    from samv2_handler import inference_context
-
     device = models.device
     model = models.image_model
     processor = models.image_processor.image_processor
@@ -137,12 +137,15 @@ def generate_masks(models, image: Image.Image, params: EverythingParams, stage_t
     crop_boxes, _, cropped_images, _ = processor.generate_crop_boxes(
         image, target, params.crop_n_layers, CROP_OVERLAP_RATIO, params.points_per_side, 1, device=device)
     all_rles, all_scores, all_boxes = [], [], []
+    pixels = pixels_digest(image)
     with inference_context(device):
         for crop_box, crop in zip(crop_boxes, cropped_images):
             crop_height, crop_width = crop.shape[-2:]
             with timed("embedding"):
-                inputs = processor(images=[crop], return_tensors="pt").to(device)
-                embeddings = model.get_image_embeddings(inputs["pixel_values"])
+                original_sizes = torch.tensor([[crop_height, crop_width]], device=device)
+                embeddings, _ = image_embeddings(
+                    models, pixels, lambda crop=crop: processor(images=[crop], return_tensors="pt")["pixel_values"],
+                    crop_box=crop_box.tolist())
             grid = crop_point_grid(params.points_per_side, crop_width, crop_height, target).to(device)
             batch = points_per_batch(crop_height, crop_width)
             for start in range(0, grid.shape[0], batch):
@@ -151,7 +154,7 @@ def generate_masks(models, image: Image.Image, params: EverythingParams, stage_t
                     outputs = model(image_embeddings=embeddings, input_points=points[None, :, None, :],
                                     input_labels=torch.ones(1, points.shape[0], 1, dtype=torch.int64, device=device),
                                     multimask_output=True)
-                    logits = processor.post_process_masks(outputs.pred_masks.float(), inputs["original_sizes"],
+                    logits = processor.post_process_masks(outputs.pred_masks.float(), original_sizes,
                                                           binarize=False)[0]
                     iou_scores = outputs.iou_scores[0].float()
                 with timed("filtering"):

@@ -27,6 +27,7 @@ from transformers.models.sam2_video.modeling_sam2_video import Sam2VideoInferenc
 
 import frame_loader
 import settings
+from embedding_cache import EmbeddingCache, embedding_key, pixels_digest
 from errors import ModelLoadError
 from mask_codec import encode_png_b64, mask_box
 from prompts import ImagePrompt, check_ref_in_range, check_variant
@@ -60,6 +61,7 @@ class Sam2Models:
     image_model: "torch.nn.Module"
     video_processor: object
     image_processor: object
+    revision: str = ""  # identifies the weights: Hub commit, or size and mtime of a local file
     device: torch.device = torch.device("cpu")
 
     def to(self, device: torch.device | str) -> "Sam2Models":
@@ -128,7 +130,32 @@ def load_models(variant: str) -> Sam2Models:
     count = _share_parameters(image_model, video_model)
     logger.info("loaded %s from %s in %.1fs (%d parameters shared by image and video models)",
                 variant, source, time.perf_counter() - started, count)
-    return Sam2Models(variant, source, video_model, image_model, video_processor, image_processor)
+    return Sam2Models(variant, source, video_model, image_model, video_processor, image_processor,
+                      revision=_revision(video_model, target))
+
+
+def _revision(model: torch.nn.Module, target: str) -> str:
+    """The Hub commit of the weights, or for a local directory the size and mtime of its files."""
+    commit = getattr(model.config, "_commit_hash", None)
+    if commit:
+        return commit
+    if os.path.isdir(target):
+        stats = [os.stat(os.path.join(target, name)) for name in sorted(os.listdir(target))
+                 if name.endswith((".safetensors", ".bin", ".json"))]
+        return ";".join(f"{st.st_size}:{st.st_mtime_ns}" for st in stats)
+    return "unknown"
+
+
+embedding_cache = EmbeddingCache(settings.embedding_cache_bytes())
+
+
+def image_embeddings(models: Sam2Models, pixels: str, pixel_values: Callable[[], torch.Tensor],
+                     crop_box=None) -> tuple[list[torch.Tensor], bool]:
+    """(embeddings, cache hit) for the image whose `pixels_digest` is `pixels` (or its `crop_box`);
+    `pixel_values()` is called on a miss only."""
+    key = embedding_key(models.source, models.revision, models.variant, models.device, pixels, crop_box)
+    return embedding_cache.get_or_compute(
+        key, lambda: models.image_model.get_image_embeddings(pixel_values().to(models.device)))
 
 
 class ModelRegistry:
@@ -209,14 +236,22 @@ def image_prompt_kwargs(prompt: ImagePrompt) -> dict:
 
 
 def segment_image(models: Sam2Models, image: Image.Image, prompt: ImagePrompt) -> np.ndarray:
-    """Masks for one image: bool array (objects, height, width), objects in box order."""
+    """Masks for one image: bool array (objects, height, width), objects in box order.
+
+    The image embedding comes from the embedding cache when this image was seen before; the
+    encoder-decoder split gives the same masks bit for bit as a full forward (tested).
+    """
     device = models.device
-    inputs = models.image_processor(images=image.convert("RGB"), return_tensors="pt",
-                                    **image_prompt_kwargs(prompt)).to(device)
+    image = image.convert("RGB")
+    processor = models.image_processor
+    prompts = processor(original_sizes=[[image.height, image.width]], return_tensors="pt",
+                        **image_prompt_kwargs(prompt)).to(device)
     with inference_context(device):
-        outputs = models.image_model(**inputs, multimask_output=False)
-    masks = models.image_processor.post_process_masks(outputs.pred_masks.float().cpu(),
-                                                      inputs["original_sizes"].cpu())[0]
+        embeddings, _ = image_embeddings(
+            models, pixels_digest(image), lambda: processor(images=image, return_tensors="pt")["pixel_values"])
+        outputs = models.image_model(image_embeddings=embeddings, multimask_output=False,
+                                     **{k: v for k, v in prompts.items() if k != "original_sizes"})
+    masks = processor.post_process_masks(outputs.pred_masks.float().cpu(), prompts["original_sizes"].cpu())[0]
     return masks[:, 0].numpy().astype(bool)
 
 

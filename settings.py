@@ -7,6 +7,7 @@
 | `SAM2_MAX_FRAMES`       | 600                       | most frames one video request may track, after sampling |
 | `SAM2_TMPDIR`           | the system temp directory | where per-request working directories are created  |
 | `SAM2_FRAME_TIMEOUT_S`  | 90                        | longest wait for the frame producer before a video request fails |
+| `SAM2_EMBEDDING_CACHE_MB` | 512                     | byte budget of the image-embedding cache (0 disables it) |
 """
 
 import os
@@ -58,3 +59,16 @@ def frame_timeout_s() -> float:
     if not value > 0:
         raise ValueError(f"environment variable SAM2_FRAME_TIMEOUT_S={raw!r} must be > 0")
     return value
+
+
+def embedding_cache_bytes() -> int:
+    raw = os.environ.get("SAM2_EMBEDDING_CACHE_MB", "").strip()
+    if not raw:
+        return 512 * 2**20
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"environment variable SAM2_EMBEDDING_CACHE_MB={raw!r} is not a number") from None
+    if value < 0:
+        raise ValueError(f"environment variable SAM2_EMBEDDING_CACHE_MB={raw!r} must be >= 0")
+    return int(value * 2**20)
