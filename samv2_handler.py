@@ -146,18 +146,6 @@ def _revision(model: torch.nn.Module, target: str) -> str:
     return "unknown"
 
 
-embedding_cache = EmbeddingCache(settings.embedding_cache_bytes())
-
-
-def image_embeddings(models: Sam2Models, pixels: str, pixel_values: Callable[[], torch.Tensor],
-                     crop_box=None) -> tuple[list[torch.Tensor], bool]:
-    """(embeddings, cache hit) for the image whose `pixels_digest` is `pixels` (or its `crop_box`);
-    `pixel_values()` is called on a miss only."""
-    key = embedding_key(models.source, models.revision, models.variant, models.device, pixels, crop_box)
-    return embedding_cache.get_or_compute(
-        key, lambda: models.image_model.get_image_embeddings(pixel_values().to(models.device)))
-
-
 class ModelRegistry:
     """Loaded variants, least recently used first; at most `capacity` stay loaded."""
 
@@ -217,6 +205,18 @@ def inference_context(device: torch.device):
 
 # ---------------------------------------------------------------------------------------------
 # Images
+
+
+embedding_cache = EmbeddingCache(settings.embedding_cache_bytes())
+
+
+def image_embeddings(models: Sam2Models, pixels: str, pixel_values: Callable[[], torch.Tensor],
+                     crop_box=None) -> tuple[list[torch.Tensor], bool]:
+    """(embeddings, cache hit) for the image whose `pixels_digest` is `pixels` (or its `crop_box`);
+    `pixel_values()` is called on a miss only."""
+    key = embedding_key(models.source, models.revision, models.variant, models.device, pixels, crop_box)
+    return embedding_cache.get_or_compute(
+        key, lambda: models.image_model.get_image_embeddings(pixel_values().to(models.device)))
 
 
 def image_prompt_kwargs(prompt: ImagePrompt) -> dict:
