@@ -31,7 +31,18 @@ def banner() -> str:
 
 
 def peak_rss_mib() -> float:
-    """Peak resident set size of this process so far (Linux reports KiB)."""
+    """Peak resident set size of this process so far, in MiB.
+
+    Read from VmHWM, which belongs to the address space and so starts afresh at exec; getrusage's
+    ru_maxrss survives exec and would report the parent's peak when it is higher than the child's.
+    """
+    try:
+        with open("/proc/self/status") as handle:
+            for line in handle:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
@@ -56,13 +67,13 @@ def prepare_video(workdir: str, width: int, height: int, frames: int, real_tiny:
     from transformers import Sam2VideoConfig
 
     import video_io
-    from micro import build_checkpoint, micro_config, rect_frames, write_video
+    from micro import build_checkpoint, iter_rect_frames, micro_config, write_video
 
     config = Sam2VideoConfig() if real_tiny else micro_config(1024)
     checkpoint = build_checkpoint(os.path.join(workdir, "model"), config)
     rect = (width // 5, height // 4, width // 5 + width // 4, height // 4 + height // 3)
-    video = write_video(os.path.join(workdir, "video.avi"), rect_frames(width, height, frames, rect=rect, step=1),
-                        fps=30.0)
+    video = write_video(os.path.join(workdir, "video.avi"),
+                        iter_rect_frames(width, height, frames, rect=rect, step=1), fps=30.0)
     frames_dir = os.path.join(workdir, "frames")
     os.makedirs(frames_dir)
     info = video_io.probe(video)

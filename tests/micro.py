@@ -48,17 +48,19 @@ def build_checkpoint(path, config=None, seed: int = 0) -> str:
     return str(path)
 
 
-def rect_frames(width: int, height: int, count: int, rect=(40, 30, 100, 90), step: int = 2,
-                background=(30, 40, 50), colour=(220, 200, 40)) -> list[np.ndarray]:
+def iter_rect_frames(width: int, height: int, count: int, rect=(40, 30, 100, 90), step: int = 2,
+                     background=(30, 40, 50), colour=(220, 200, 40)):
     """RGB frames with a filled rectangle (x0, y0, x1, y1, exclusive ends) moving right by `step` px/frame."""
     x0, y0, x1, y1 = rect
-    frames = []
     for i in range(count):
         frame = np.empty((height, width, 3), np.uint8)
         frame[:] = background
         frame[y0:y1, x0 + i * step:x1 + i * step] = colour
-        frames.append(frame)
-    return frames
+        yield frame
+
+
+def rect_frames(*args, **kwargs) -> list[np.ndarray]:
+    return list(iter_rect_frames(*args, **kwargs))
 
 
 def rect_mask(width: int, height: int, rect) -> np.ndarray:
@@ -68,15 +70,18 @@ def rect_mask(width: int, height: int, rect) -> np.ndarray:
     return mask
 
 
-def write_video(path, frames: list[np.ndarray], fps: float = 10.0) -> str:
-    """Write RGB frames to a video OpenCV can read back (mp4v in .mp4, MJPG in .avi)."""
+def write_video(path, frames, fps: float = 10.0) -> str:
+    """Write RGB frames (any iterable) to a video OpenCV can read back (mp4v in .mp4, MJPG in .avi)."""
     path = str(path)
     fourcc = cv2.VideoWriter_fourcc(*("MJPG" if path.endswith(".avi") else "mp4v"))
-    height, width = frames[0].shape[:2]
+    frames = iter(frames)
+    first = next(frames)
+    height, width = first.shape[:2]
     writer = cv2.VideoWriter(path, fourcc, fps, (width, height))
     if not writer.isOpened():
         raise RuntimeError(f"OpenCV cannot write {path}")
     try:
+        writer.write(cv2.cvtColor(first, cv2.COLOR_RGB2BGR))
         for frame in frames:
             writer.write(cv2.cvtColor(frame, cv2.COLOR_RGB2BGR))
     finally:
