@@ -89,6 +89,23 @@ def test_process_video_over_gradio_client(client, video_factory, request_tmp):
     assert not os.listdir(request_tmp)
 
 
+def test_process_video_reports_progress(client, video_factory):
+    import time
+
+    video = video_factory(320, 240, 60)
+    mask = encode_png_b64(rect_mask(320, 240, (40, 30, 100, 90)))
+    job = client.submit(handle_file(video), "tiny", [mask], True, 0, True, None, None, "cpu",
+                        api_name="/process_video")
+    seen = set()
+    while not job.done():
+        status = job.status()
+        for unit in status.progress_data or []:
+            seen.add((unit.index, unit.length, unit.unit, unit.desc))
+        time.sleep(0.02)
+    assert len(job.result()) == 60
+    assert seen and {(length, unit, desc) for _, length, unit, desc in seen} == {(60, "frames", "Tracking")}
+
+
 # The MCP tool schema is the docstrings: pin the tools and their parameters.
 EXPECTED_TOOLS = {
     "process_image": ["im", "variant", "bboxes", "points", "point_labels", "output_format"],
