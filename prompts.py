@@ -154,21 +154,17 @@ def check_image_size(width: int, height: int, max_pixels: int, argument: str = "
 
 
 def optional_int(value, argument: str) -> int | None:
-    """An optional whole number (None, "" and 0 for `every_x`-style 'off' are handled by callers)."""
-    if is_empty(value):
+    """An optional whole number: None or "" gives None; 3.0 and "3" give 3; 1.5 is an error."""
+    number = optional_float(value, argument)
+    if number is None:
         return None
-    if isinstance(value, str):
-        try:
-            value = float(value)
-        except ValueError:
-            raise InputError(argument, f"{value!r} is not a number") from None
-    number = _number(value, argument)
     if number != int(number):
         raise InputError(argument, f"{value!r} must be a whole number")
     return int(number)
 
 
 def optional_float(value, argument: str) -> float | None:
+    """An optional finite number, given as a number or as text; None or "" gives None."""
     if is_empty(value):
         return None
     if isinstance(value, str):

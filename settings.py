@@ -17,17 +17,25 @@ DEFAULT_MAX_IMAGE_PIXELS = 4096 * 4096
 DEFAULT_MAX_FRAMES = 600
 
 
-def _positive_int(name: str, default: int) -> int:
+def _env_number(name: str, default: float, minimum: float, strict: bool = False) -> float:
+    """A number from the environment, `default` when unset; must be >= minimum (> when strict)."""
     raw = os.environ.get(name, "").strip()
     if not raw:
         return default
     try:
-        value = int(raw)
+        value = float(raw)
     except ValueError:
-        raise ValueError(f"environment variable {name}={raw!r} is not an integer") from None
-    if value < 1:
-        raise ValueError(f"environment variable {name}={raw!r} must be >= 1")
+        raise ValueError(f"environment variable {name}={raw!r} is not a number") from None
+    if value < minimum or (strict and value == minimum):
+        raise ValueError(f"environment variable {name}={raw!r} must be {'>' if strict else '>='} {minimum:g}")
     return value
+
+
+def _positive_int(name: str, default: int) -> int:
+    value = _env_number(name, default, 1)
+    if value != int(value):
+        raise ValueError(f"environment variable {name}={value:g} is not a whole number")
+    return int(value)
 
 
 def max_image_pixels() -> int:
@@ -49,26 +57,8 @@ def model_override() -> str | None:
 
 
 def frame_timeout_s() -> float:
-    raw = os.environ.get("SAM2_FRAME_TIMEOUT_S", "").strip()
-    if not raw:
-        return 90.0
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ValueError(f"environment variable SAM2_FRAME_TIMEOUT_S={raw!r} is not a number") from None
-    if not value > 0:
-        raise ValueError(f"environment variable SAM2_FRAME_TIMEOUT_S={raw!r} must be > 0")
-    return value
+    return _env_number("SAM2_FRAME_TIMEOUT_S", 90.0, 0, strict=True)
 
 
 def embedding_cache_bytes() -> int:
-    raw = os.environ.get("SAM2_EMBEDDING_CACHE_MB", "").strip()
-    if not raw:
-        return 512 * 2**20
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ValueError(f"environment variable SAM2_EMBEDDING_CACHE_MB={raw!r} is not a number") from None
-    if value < 0:
-        raise ValueError(f"environment variable SAM2_EMBEDDING_CACHE_MB={raw!r} must be >= 0")
-    return int(value * 2**20)
+    return int(_env_number("SAM2_EMBEDDING_CACHE_MB", 512, 0) * 2**20)

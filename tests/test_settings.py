@@ -1,0 +1,31 @@
+"""Limits from the environment: defaults, overrides, and a clear error for a bad value."""
+
+import pytest
+
+import settings
+
+
+def test_defaults_and_overrides(monkeypatch):
+    for name in ("SAM2_MAX_IMAGE_PIXELS", "SAM2_MAX_FRAMES", "SAM2_FRAME_TIMEOUT_S", "SAM2_EMBEDDING_CACHE_MB"):
+        monkeypatch.delenv(name, raising=False)
+    assert settings.max_image_pixels() == 4096 * 4096 and settings.max_frames() == 600
+    assert settings.frame_timeout_s() == 90.0 and settings.embedding_cache_bytes() == 512 * 2**20
+    monkeypatch.setenv("SAM2_MAX_FRAMES", "1200")
+    monkeypatch.setenv("SAM2_FRAME_TIMEOUT_S", "0.5")
+    monkeypatch.setenv("SAM2_EMBEDDING_CACHE_MB", "0")
+    assert settings.max_frames() == 1200 and settings.frame_timeout_s() == 0.5
+    assert settings.embedding_cache_bytes() == 0
+
+
+@pytest.mark.parametrize("name, value, fragment", [
+    ("SAM2_MAX_FRAMES", "lots", "not a number"), ("SAM2_MAX_FRAMES", "0", ">= 1"),
+    ("SAM2_MAX_IMAGE_PIXELS", "2.5", "whole number"), ("SAM2_FRAME_TIMEOUT_S", "0", "> 0"),
+    ("SAM2_EMBEDDING_CACHE_MB", "-1", ">= 0"),
+])
+def test_bad_values_name_the_variable(name, value, fragment, monkeypatch):
+    monkeypatch.setenv(name, value)
+    getter = {"SAM2_MAX_FRAMES": settings.max_frames, "SAM2_MAX_IMAGE_PIXELS": settings.max_image_pixels,
+              "SAM2_FRAME_TIMEOUT_S": settings.frame_timeout_s,
+              "SAM2_EMBEDDING_CACHE_MB": settings.embedding_cache_bytes}[name]
+    with pytest.raises(ValueError, match=f"{name}=.*{fragment}"):
+        getter()
