@@ -3,8 +3,9 @@
 A 1920x1080 synthetic image, the real tiny architecture (`Sam2VideoConfig()` defaults) with
 random weights, on the CPU, thresholds at 0 so that every candidate passes the filters.
 
-Part 1 (fresh process, warm-up, medians over --repeats): seconds per stage (embedding, prompt
-decoding, filtering, NMS, encoding) and the JSON size of the result in both output formats.
+Part 1 (fresh process, warm-up, medians over --repeats, embedding cache off): seconds per stage
+(embedding, prompt decoding, filtering, NMS, encoding) and the JSON size of the result in both
+output formats.
 Random weights give near-full-image masks, which NMS merges into very few; so part 2 measures
 encoding on the pre-NMS candidate masks (up to --candidates of them, 1080p each): serial vs a
 thread pool of --workers, each in a fresh process, RLE and PNG, medians over --repeats.
@@ -42,6 +43,7 @@ def stages_child(checkpoint: str, points: int, repeats: int, candidates_path: st
     import numpy as np
 
     os.environ["SAM2_MODEL"] = checkpoint
+    os.environ["SAM2_EMBEDDING_CACHE_MB"] = "0"  # every run pays the encoder, as a new image would
     import mask_generation
     import samv2_handler
 
