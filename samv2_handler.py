@@ -8,6 +8,11 @@ recently used one is dropped.
 Models are built on the CPU (ZeroGPU forbids CUDA in the main process) and moved to the
 inference device inside the GPU function (`Sam2Models.to`). On CUDA inference runs under
 bf16 autocast; on the CPU in plain fp32.
+
+Images: `segment_image` decodes prompts against image embeddings from the embedding cache.
+Videos: `track_video` runs either `track_video_streaming` (frames streamed in by a
+`frame_loader.FrameLoader`, memory bounded in the video's length) or `track_video_eager`
+(transformers' own whole-video session); both give identical results.
 """
 
 import logging
@@ -23,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 from PIL import Image
+from transformers import Sam2Model, Sam2Processor, Sam2VideoModel, Sam2VideoProcessor
 from transformers.models.sam2_video.modeling_sam2_video import Sam2VideoInferenceSession
 
 import frame_loader
@@ -105,8 +111,6 @@ def _is_local_source(source: str) -> bool:
 
 def load_models(variant: str) -> Sam2Models:
     """Build one variant on the CPU. Raises ModelLoadError naming the source and the fix."""
-    from transformers import Sam2Model, Sam2Processor, Sam2VideoModel, Sam2VideoProcessor
-
     source = model_source(variant)
     hint = ("Set SAM2_MODEL to a local directory holding a SAM 2 checkpoint saved with "
             "save_pretrained (config.json, model.safetensors, processor_config.json) or to a Hub id "
