@@ -4,7 +4,8 @@ A `FrameLoader` thread reads the request's extracted JPEG frames in chunks, prep
 chunk on the CPU with the processor's video processor (resize to the model's input size,
 normalise) and appends every frame to a streaming `Sam2VideoInferenceSession` with
 `add_new_frame`. It never runs the model: `torch.inference_mode` / `autocast` are thread-local
-and the consumer (the calling thread) owns every forward.
+and the consumer (the calling thread) owns every forward. (With `video_load_device="cuda"` the
+session stores frames on the GPU, so `add_new_frame` also copies each preprocessed frame there.)
 
 Frames are loaded in `order` (by default 0..N-1; the bounded tracker passes the order in which
 propagation needs them). With `lookahead` set, the producer never gets more than that many
