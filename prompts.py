@@ -61,6 +61,10 @@ _EXAMPLES = {
 }
 
 
+def _entries(count: int) -> str:
+    return f"{count} entry" if count == 1 else f"{count} entries"
+
+
 def _number(value, argument: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InputError(argument, f"{value!r} is not a number")
@@ -115,7 +119,7 @@ def parse_image_prompt(bboxes, points, point_labels, width: int, height: int) ->
             raise InputError("point_labels", f"is required with `points`: give one label per point "
                              f"(1 = include, 0 = exclude), e.g. {[1] * len(points_in)}")
         if len(labels_in) != len(points_in):
-            raise InputError("point_labels", f"`points` has {len(points_in)} entries but "
+            raise InputError("point_labels", f"`points` has {_entries(len(points_in))} but "
                              f"`point_labels` has {len(labels_in)}; give one label per point")
         for i, item in enumerate(points_in):
             x, y = _coords(item, ("x", "y"), f"points[{i}]")
