@@ -23,7 +23,7 @@ import prompts
 import samv2_handler
 import settings
 import video_io
-from errors import InputError, Sam2SpaceError
+from errors import Sam2SpaceError
 from mask_codec import decode_mask, encode_mask
 
 logging.basicConfig(level=os.environ.get("LOG_LEVEL", "INFO"),
@@ -123,9 +123,7 @@ def process_image(
     with user_errors("process_image"):
         variant = prompts.check_variant(variant)
         output_format = prompts.check_output_format(output_format)
-        if im is None:
-            raise InputError("im", "no image given; upload an image (over MCP: an http(s) URL or data: URI)")
-        prompts.check_image_size(im.width, im.height, settings.max_image_pixels())
+        prompts.check_image(im, settings.max_image_pixels())
         prompt = prompts.parse_image_prompt(bboxes, points, point_labels, im.width, im.height)
         samv2_handler.get_models(variant)  # load on the CPU, outside the GPU window
         masks = _segment_image_gpu(variant, im, prompt)
@@ -217,9 +215,7 @@ def generate_masks(
         variant = prompts.check_variant(variant)
         params = mask_generation.check_params(points_per_side, pred_iou_thresh, stability_score_thresh, crop_n_layers,
                                               min_area, max_masks, output_format)
-        if im is None:
-            raise InputError("im", "no image given; upload an image (over MCP: an http(s) URL or data: URI)")
-        prompts.check_image_size(im.width, im.height, settings.max_image_pixels())
+        prompts.check_image(im, settings.max_image_pixels())
         samv2_handler.get_models(variant)  # load on the CPU, outside the GPU window
         return _generate_masks_gpu(variant, im, params)
 

@@ -149,6 +149,13 @@ def check_output_format(output_format) -> str:
     return output_format
 
 
+def check_image(im, max_pixels: int) -> None:
+    """The `im` argument: present, and within the pixel limit."""
+    if im is None:
+        raise InputError("im", "no image given; upload an image (over MCP: an http(s) URL or data: URI)")
+    check_image_size(im.width, im.height, max_pixels)
+
+
 def check_image_size(width: int, height: int, max_pixels: int, argument: str = "im") -> None:
     if width < 1 or height < 1:
         raise InputError(argument, "the image is empty")
