@@ -23,7 +23,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -69,18 +69,23 @@ class Sam2Models:
     image_processor: object
     revision: str = ""  # identifies the weights: Hub commit, or size and mtime of a local file
     device: torch.device = torch.device("cpu")
+    _move_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def to(self, device: torch.device | str) -> "Sam2Models":
-        """Move both models (one set of shared parameters) to `device`; a no-op when already there."""
+        """Move both models (one set of shared parameters) to `device`; a no-op when already there.
+
+        Serialised, so that concurrent first requests on a GPU server move the weights once.
+        """
         device = torch.device(device)
-        if device != self.device:
-            self.video_model.to(device)
-            # Module._apply may replace Parameter objects (when the tensor types are not
-            # shallow-copy compatible), so re-point the image model at the moved ones before
-            # moving its buffers: the weights are never copied twice.
-            _share_parameters(self.image_model, self.video_model)
-            self.image_model.to(device)
-            self.device = device
+        with self._move_lock:
+            if device != self.device:
+                self.video_model.to(device)
+                # Module._apply may replace Parameter objects (when the tensor types are not
+                # shallow-copy compatible), so re-point the image model at the moved ones before
+                # moving its buffers: the weights are never copied twice.
+                _share_parameters(self.image_model, self.video_model)
+                self.image_model.to(device)
+                self.device = device
         return self
 
 
