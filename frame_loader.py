@@ -20,17 +20,14 @@ stops the producer and joins it; use the loader as a context manager so that hap
 `finally` on success, error and timeout alike.
 """
 
-import logging
 import threading
 import time
 
+import settings
 import video_io
 from errors import FrameLoadError
 
-logger = logging.getLogger("sam2space")
-
 CHUNK_SIZE = 8
-DEFAULT_TIMEOUT_S = 90.0
 
 
 class FrameLoadTimeout(FrameLoadError, TimeoutError):
@@ -39,7 +36,7 @@ class FrameLoadTimeout(FrameLoadError, TimeoutError):
 
 class FrameLoader:
     def __init__(self, session, frame_paths: list[str], video_processor, chunk_size: int = CHUNK_SIZE,
-                 timeout_s: float = DEFAULT_TIMEOUT_S, order: list[int] | None = None,
+                 timeout_s: float | None = None, order: list[int] | None = None,
                  lookahead: int | None = None):
         if chunk_size < 1:
             raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
@@ -47,7 +44,7 @@ class FrameLoader:
         self.frame_paths = list(frame_paths)
         self.video_processor = video_processor
         self.chunk_size = chunk_size
-        self.timeout_s = timeout_s
+        self.timeout_s = settings.frame_timeout_s() if timeout_s is None else timeout_s  # SAM2_FRAME_TIMEOUT_S
         self.order = list(range(len(self.frame_paths))) if order is None else list(order)
         if sorted(self.order) != list(range(len(self.frame_paths))):
             raise ValueError("order must list every frame index exactly once")

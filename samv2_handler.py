@@ -294,15 +294,12 @@ def session_dtype(device: torch.device) -> torch.dtype:
     return torch.bfloat16 if device.type == "cuda" else torch.float32
 
 
-def propagation_order(num_frames: int, ref_frame_idx: int,
-                      repeat_reference: bool = False) -> list[tuple[int, bool]]:
-    """(frame_idx, reverse) for every step after seeding: forward ref..N-1, then, when ref > 0,
-    reverse down to 0 (starting at ref itself when `repeat_reference`, as transformers does)."""
+def propagation_order(num_frames: int, ref_frame_idx: int) -> list[tuple[int, bool]]:
+    """(frame_idx, reverse) for every step after seeding, as transformers' iterator makes them:
+    forward ref..N-1, then, when ref > 0, reverse ref..0 (the reference frame itself again)."""
     forward = [(i, False) for i in range(ref_frame_idx, num_frames)]
-    if ref_frame_idx == 0:
-        return forward
-    first = ref_frame_idx if repeat_reference else ref_frame_idx - 1
-    return forward + [(i, True) for i in range(first, -1, -1)]
+    backward = [(i, True) for i in range(ref_frame_idx, -1, -1)] if ref_frame_idx > 0 else []
+    return forward + backward
 
 
 def track_video_eager(models: Sam2Models, frame_paths: list[str], masks: list[np.ndarray],
@@ -374,7 +371,7 @@ def detections_from_results(results: Iterator[FrameResult], width: int, height: 
 
 def need_order(num_frames: int, ref_frame_idx: int) -> list[int]:
     """Frames in the order propagation first needs them: ref..N-1, then ref-1..0."""
-    return list(range(ref_frame_idx, num_frames)) + list(range(ref_frame_idx - 1, -1, -1))
+    return list(dict.fromkeys(frame_idx for frame_idx, _ in propagation_order(num_frames, ref_frame_idx)))
 
 
 class DeclaredLengthSession(Sam2VideoInferenceSession):
@@ -445,7 +442,6 @@ def track_video_streaming(models: Sam2Models, frame_paths: list[str], masks: lis
     width, height = frame_size(frame_paths[0])
     config = models.video_model.config
     min_loaded = min(total, config.max_object_pointers_in_encoder) if parity_gate else 0
-    timeout_s = settings.frame_timeout_s() if timeout_s is None else timeout_s
     if bounded:
         session = DeclaredLengthSession(
             total, video_height=height, video_width=width, inference_device=device,
@@ -468,7 +464,7 @@ def track_video_streaming(models: Sam2Models, frame_paths: list[str], masks: lis
             inference_session=session, frame_idx=ref_frame_idx, obj_ids=list(range(len(masks))),
             input_masks=list(masks))
         models.video_model(inference_session=session, frame_idx=ref_frame_idx)  # seed
-        for frame_idx, reverse in propagation_order(total, ref_frame_idx, repeat_reference=True):
+        for frame_idx, reverse in propagation_order(total, ref_frame_idx):
             loader.wait_for(frame_idx, min_loaded)
             output = models.video_model(inference_session=session, frame_idx=frame_idx, reverse=reverse)
             if on_step is not None:
