@@ -6,61 +6,98 @@ The UI and the API meet here: endpoints validate their arguments, run the model 
 
 import spaces  # noqa: I001  (ZeroGPU wants to be imported before torch)
 
+import json
 import logging
 import os
 import shutil
 import tempfile
+import threading
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 
 import gradio as gr
 import numpy as np
 from PIL import Image
 
 import mask_generation
-import mcp_json
+import mcp_patches
+import metrics
 import prompts
 import samv2_handler
+import serving
 import settings
 import video_io
 from errors import Sam2SpaceError
 from mask_codec import decode_mask, encode_mask
+from stage_times import StageTimer, format_line
 
 logging.basicConfig(level=os.environ.get("LOG_LEVEL", "INFO"),
                     format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 logger = logging.getLogger("sam2space")
 
 DEFAULT_VARIANT = "small"
-mcp_json.install()  # MCP tool results as JSON text, not Python reprs
+mcp_patches.install()  # MCP tool results as JSON text, not Python reprs
+metrics.watch_cache(samv2_handler.embedding_cache)
+
+
+@dataclass
+class Call:
+    """One request as the serving layer sees it: its stage clocks, variant and answer size."""
+
+    endpoint: str
+    timer: StageTimer = field(default_factory=StageTimer)
+    variant: str = "-"  # set once validated (a metrics label: never the caller's raw text)
+    response_bytes: int | None = None
+
+    def respond(self, result):
+        with self.timer.stage("encoding"):
+            self.response_bytes = len(json.dumps(result, separators=(",", ":")))
+        return result
 
 
 @contextmanager
-def user_errors(endpoint: str):
-    """Turn domain errors into gr.Error (AppError for gradio_client, isError for MCP)."""
+def served(endpoint: str, request: gr.Request | None = None):
+    """Run one request: time its stages, log them in one line, record its metrics, and turn
+    domain errors into gr.Error (AppError for gradio_client, isError for MCP)."""
+    call = Call(endpoint)
+    wait = serving.queue_wait_s(request)
+    if wait is not None:
+        call.timer.add("queue_wait", wait)
     started = time.perf_counter()
+    outcome, detail = "error", ""
     try:
-        yield
+        yield call
+        outcome = "ok"
     except gr.Error:
+        outcome = "rejected"
         raise
     except Sam2SpaceError as exc:
-        logger.info("%s rejected after %.2fs: %s", endpoint, time.perf_counter() - started, exc)
+        outcome, detail = "rejected", f": {exc}"
         raise gr.Error(str(exc)) from exc
     except Exception as exc:
         logger.exception("%s failed", endpoint)
         raise gr.Error(f"Internal error in {endpoint} ({type(exc).__name__}: {exc}). "
                        "Retry once; if it persists, report it with the input that caused it.") from exc
-    else:
-        logger.info("%s done in %.2fs", endpoint, time.perf_counter() - started)
+    finally:
+        metrics.observe(endpoint, call.variant, call.timer.seconds, call.response_bytes, outcome)
+        logger.info("%s variant=%s %s in %.3fs %s bytes=%s%s", endpoint, call.variant, outcome,
+                    time.perf_counter() - started, format_line(call.timer.seconds), call.response_bytes, detail)
 
 
 # ---------------------------------------------------------------------------------------------
 # GPU functions (ZeroGPU runs them in a worker with the GPU attached; elsewhere they run inline)
 
 
+# Each returns (result, stage seconds): on ZeroGPU it runs in another process, so a timer passed
+# in would not come back.
+
+
 @spaces.GPU(duration=20)
-def _segment_image_gpu(variant: str, image: Image.Image, prompt: prompts.ImagePrompt) -> np.ndarray:
+def _segment_image_gpu(variant: str, image: Image.Image, prompt: prompts.ImagePrompt) -> tuple[np.ndarray, dict]:
     models = samv2_handler.get_models(variant).to(samv2_handler.inference_device())
-    return samv2_handler.segment_image(models, image, prompt)
+    timer = samv2_handler.stage_timer(models.device)
+    return samv2_handler.segment_image(models, image, prompt, timer), timer.seconds
 
 
 def _video_gpu_duration(variant, frame_paths, masks, ref_frame_idx, *args, **kwargs) -> int:
@@ -77,9 +114,11 @@ def _track_video_gpu(variant, frame_paths, masks, ref_frame_idx, drop_masks, asy
         if progress is not None:
             progress((done, total), desc="Tracking", unit="frames")
 
-    return samv2_handler.track_video(models, frame_paths, masks, ref_frame_idx, drop_masks=drop_masks,
-                                     async_frame_load=async_frame_load,
-                                     video_load_device=video_load_device, progress=report)
+    timer = samv2_handler.stage_timer(models.device)
+    detections = samv2_handler.track_video(models, frame_paths, masks, ref_frame_idx, drop_masks=drop_masks,
+                                           async_frame_load=async_frame_load,
+                                           video_load_device=video_load_device, progress=report, timer=timer)
+    return detections, timer.seconds
 
 
 def _everything_gpu_duration(variant, image, params, *args, **kwargs) -> int:
@@ -88,9 +127,11 @@ def _everything_gpu_duration(variant, image, params, *args, **kwargs) -> int:
 
 
 @spaces.GPU(duration=_everything_gpu_duration)
-def _generate_masks_gpu(variant: str, image: Image.Image, params: mask_generation.EverythingParams) -> dict:
+def _generate_masks_gpu(variant: str, image: Image.Image,
+                        params: mask_generation.EverythingParams) -> tuple[dict, dict]:
     models = samv2_handler.get_models(variant).to(samv2_handler.inference_device())
-    return mask_generation.generate_masks(models, image, params)
+    timer = samv2_handler.stage_timer(models.device)
+    return mask_generation.generate_masks(models, image, params, timer), timer.seconds
 
 
 # ---------------------------------------------------------------------------------------------
@@ -104,6 +145,7 @@ def process_image(
     points: str | list | None = None,
     point_labels: str | list | None = None,
     output_format: str = "png",
+    request: gr.Request = None,
 ) -> list:
     """Segment objects in an image with SAM 2 from box and/or point prompts; returns one mask per object.
 
@@ -120,14 +162,16 @@ def process_image(
     Returns:
         JSON list with one mask per object: base64 PNG strings ("png") or {"size": [h, w], "counts": str} objects ("rle").
     """
-    with user_errors("process_image"):
-        variant = prompts.check_variant(variant)
+    with served("process_image", request) as call:
+        call.variant = variant = prompts.check_variant(variant)
         output_format = prompts.check_output_format(output_format)
         prompts.check_image(im, settings.max_image_pixels())
         prompt = prompts.parse_image_prompt(bboxes, points, point_labels, im.width, im.height)
         samv2_handler.get_models(variant)  # load on the CPU, outside the GPU window
-        masks = _segment_image_gpu(variant, im, prompt)
-        return [encode_mask(mask, output_format) for mask in masks]
+        masks, seconds = _segment_image_gpu(variant, im, prompt)
+        call.timer.merge(seconds)
+        with call.timer.stage("encoding"):
+            return call.respond([encode_mask(mask, output_format) for mask in masks])
 
 
 def process_video(
@@ -141,6 +185,7 @@ def process_video(
     every_x: int | None = None,
     video_load_device: str = "cpu",
     progress=gr.Progress(),
+    request: gr.Request = None,
 ) -> list:
     """Track objects through a video with SAM 2, given each object's mask on one reference frame.
 
@@ -160,8 +205,8 @@ def process_video(
     Returns:
         JSON list of detections {"frame", "track_id", "x", "y", "w", "h", "conf", "mask_b64"?} sorted by (frame, track_id).
     """
-    with user_errors("process_video"):
-        variant = prompts.check_variant(variant)
+    with served("process_video", request) as call:
+        call.variant = variant = prompts.check_variant(variant)
         ref_frame_idx = prompts.check_ref_frame_idx(ref_frame_idx)
         device = prompts.check_video_load_device(video_load_device, samv2_handler.cuda_available())
         seed_masks = prompts.parse_masks(masks)
@@ -172,12 +217,15 @@ def process_video(
         samv2_handler.get_models(variant)  # load on the CPU, outside the GPU window
         workdir = tempfile.mkdtemp(prefix="sam2-video-", dir=settings.tmp_root())
         try:
-            frame_paths = video_io.extract_frames(video_path, workdir, sampling, settings.max_frames())
+            with call.timer.stage("preprocess"):
+                frame_paths = video_io.extract_frames(video_path, workdir, sampling, settings.max_frames())
             width, height = video_io.frame_size(frame_paths[0])
             prompts.check_mask_sizes(seed_masks, width, height)
             prompts.check_ref_in_range(ref_frame_idx, len(frame_paths))
-            return _track_video_gpu(variant, frame_paths, seed_masks, ref_frame_idx, bool(drop_masks),
-                                    bool(async_frame_load), device, progress)
+            detections, seconds = _track_video_gpu(variant, frame_paths, seed_masks, ref_frame_idx,
+                                                   bool(drop_masks), bool(async_frame_load), device, progress)
+            call.timer.merge(seconds)
+            return call.respond(detections)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
 
@@ -192,6 +240,7 @@ def generate_masks(
     min_area: int = 0,
     max_masks: int = 100,
     output_format: str = "rle",
+    request: gr.Request = None,
 ) -> dict:
     """Find every object in an image with SAM 2, without any prompt ("segment everything"); returns compact masks.
 
@@ -211,13 +260,15 @@ def generate_masks(
     Returns:
         {"image_size": [h, w], "masks": [{"bbox", "area", "predicted_iou", "stability_score", "segmentation"}], "truncated": bool}, masks largest first.
     """
-    with user_errors("generate_masks"):
-        variant = prompts.check_variant(variant)
+    with served("generate_masks", request) as call:
+        call.variant = variant = prompts.check_variant(variant)
         params = mask_generation.check_params(points_per_side, pred_iou_thresh, stability_score_thresh, crop_n_layers,
                                               min_area, max_masks, output_format)
         prompts.check_image(im, settings.max_image_pixels())
         samv2_handler.get_models(variant)  # load on the CPU, outside the GPU window
-        return _generate_masks_gpu(variant, im, params)
+        result, seconds = _generate_masks_gpu(variant, im, params)
+        call.timer.merge(seconds)
+        return call.respond(result)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -264,7 +315,7 @@ with gr.Blocks(title="SAM 2: segment images and track objects in videos") as dem
                 im_overlay = gr.AnnotatedImage(label="Masks")
                 im_json = gr.JSON(label="Result (JSON)")
         im_button.click(process_image, [im_in, im_variant, im_boxes, im_points, im_labels, im_format],
-                        im_json, api_name="process_image").success(
+                        im_json, api_name="process_image", **serving.event_settings()).success(
             overlay_masks, [im_in, im_json], im_overlay, api_visibility="private")
     with gr.Tab("Videos"):
         with gr.Row():
@@ -286,7 +337,8 @@ with gr.Blocks(title="SAM 2: segment images and track objects in videos") as dem
             with gr.Column():
                 vid_json = gr.JSON(label="Detections (JSON)")
         vid_button.click(process_video, [vid_in, vid_variant, vid_masks, vid_drop, vid_ref, vid_async, vid_fps,
-                                         vid_every, vid_device], vid_json, api_name="process_video")
+                                         vid_every, vid_device], vid_json, api_name="process_video",
+                         **serving.event_settings())
     with gr.Tab("Everything"):
         with gr.Row():
             with gr.Column():
@@ -308,9 +360,51 @@ with gr.Blocks(title="SAM 2: segment images and track objects in videos") as dem
                 ev_overlay = gr.AnnotatedImage(label="Masks")
                 ev_json = gr.JSON(label="Result (JSON)")
         ev_button.click(generate_masks, [ev_in, ev_variant, ev_points, ev_iou, ev_stability, ev_layers, ev_min_area,
-                                         ev_max, ev_format], ev_json, api_name="generate_masks").success(
+                                         ev_max, ev_format], ev_json, api_name="generate_masks",
+                         **serving.event_settings()).success(
             overlay_everything, [ev_in, ev_json], ev_overlay, api_visibility="private")
 
 
+serving.install(demo)
+mcp_patches.install_busy_answer(lambda: serving.busy_message(serving.waiting(demo)))
+
+
+def launch_kwargs() -> dict:
+    """What `demo.launch` needs besides the address: MCP, the API docs and /metrics (fresh each
+    time: gradio adds to app_kwargs)."""
+    return {"mcp_server": True, "app_kwargs": {"docs_url": "/docs", "routes": [metrics.route()]}}
+
+
+def warm_up(variant: str = DEFAULT_VARIANT, slots: int | None = None) -> dict:
+    """Load `variant` and run one real inference per pool slot, all at once (each on its own
+    image, so each runs the encoder), before the app accepts requests. Returns the seconds."""
+    slots = slots or settings.pool_width()
+    started = time.perf_counter()
+    samv2_handler.get_models(variant)
+    loaded = time.perf_counter() - started
+    prompt = prompts.parse_image_prompt([{"x0": 16, "y0": 16, "x1": 48, "y1": 48}], None, None, 64, 64)
+    errors = []
+
+    def run(slot: int) -> None:
+        try:
+            _segment_image_gpu(variant, Image.new("RGB", (64, 64), (slot * 40 % 256, 90, 160)), prompt)
+        except Exception as exc:  # reported below, in the caller's thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(slot,), name=f"sam2-warm-up-{slot}") for slot in range(slots)]
+    started = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise RuntimeError(f"warm-up of {variant} failed") from errors[0]
+    warmed = time.perf_counter() - started
+    logger.info("warm start: %s loaded in %.2fs, %d pool slots warmed in %.2fs", variant, loaded, slots, warmed)
+    return {"load_s": loaded, "warm_up_s": warmed, "slots": slots}
+
+
 if __name__ == "__main__":
-    demo.launch(mcp_server=True, app_kwargs={"docs_url": "/docs"})
+    if settings.warm_start():
+        warm_up()
+    demo.launch(**launch_kwargs())

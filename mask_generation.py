@@ -11,11 +11,7 @@ longest edge (a SAM 1 habit), but SAM 2 squashes every crop to a square, so on a
 bottom quarter is never prompted. Here each axis is scaled by its own length (`crop_point_grid`).
 """
 
-import time
-from collections.abc import Callable
-from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import partial
 
 import torch
 from PIL import Image
@@ -26,6 +22,7 @@ from embedding_cache import pixels_digest
 from errors import InputError
 from mask_codec import encode_mask, mask_box
 from samv2_handler import image_embeddings, inference_context
+from stage_times import StageTimer
 
 MAX_POINTS_PER_SIDE = 64  # 4096 prompts per crop
 MAX_CROP_N_LAYERS = 2  # 1 + 4 + 16 = 21 crops
@@ -105,59 +102,46 @@ def points_per_batch(crop_height: int, crop_width: int) -> int:
     return max(1, min(MAX_POINTS_PER_BATCH, BATCH_BYTES // per_prompt))
 
 
-@contextmanager
-def _timed(times: dict | None, stage: str, synchronize: Callable[[], None]):
-    """Add the block's seconds to times[stage] (when `times` is given)."""
-    started = time.perf_counter()
-    try:
-        yield
-    finally:
-        if times is not None:
-            synchronize()
-            times[stage] = times.get(stage, 0.0) + time.perf_counter() - started
-
-
-def generate_masks(models, image: Image.Image, params: EverythingParams, stage_times: dict | None = None) -> dict:
+def generate_masks(models, image: Image.Image, params: EverythingParams, timer: StageTimer | None = None) -> dict:
     """All masks of `image`: {"image_size": [h, w], "masks": [...], "truncated": bool}.
 
     Masks are sorted by area, largest first; each is {"bbox": [x, y, w, h] in absolute pixels,
     "area": pixels, "predicted_iou", "stability_score", "segmentation": RLE dict or base64 PNG}.
-    `stage_times`, when given, receives seconds per stage (embedding, decoding, filtering, nms,
-    encoding).
+    `timer` receives seconds per stage: preprocess and encoder (cache misses only), decoder (the
+    prompt grid, with mask upscaling), postprocess (thresholds), nms, encoding.
     """
     device = models.device
     model = models.image_model
     processor = models.image_processor.image_processor
     target = models.image_processor.target_size
-    cuda = device.type == "cuda"
-    timed = partial(_timed, stage_times, synchronize=torch.cuda.synchronize if cuda else (lambda: None))
+    timer = timer or StageTimer()
     image = image.convert("RGB")
     width, height = image.size
 
-    crop_boxes, _, cropped_images, _ = processor.generate_crop_boxes(
-        image, target, params.crop_n_layers, CROP_OVERLAP_RATIO, params.points_per_side, 1, device=device)
+    with timer.stage("preprocess"):
+        crop_boxes, _, cropped_images, _ = processor.generate_crop_boxes(
+            image, target, params.crop_n_layers, CROP_OVERLAP_RATIO, params.points_per_side, 1, device=device)
+        pixels = pixels_digest(image)
     all_rles, all_scores, all_boxes = [], [], []
-    pixels = pixels_digest(image)
     with inference_context(device):
         for crop_box, crop in zip(crop_boxes, cropped_images):
             crop_height, crop_width = crop.shape[-2:]
-            with timed("embedding"):
-                original_sizes = torch.tensor([[crop_height, crop_width]], device=device)
-                embeddings, _ = image_embeddings(
-                    models, pixels, lambda crop=crop: processor(images=[crop], return_tensors="pt")["pixel_values"],
-                    crop_box=crop_box.tolist())
+            original_sizes = torch.tensor([[crop_height, crop_width]], device=device)
+            embeddings, _ = image_embeddings(
+                models, pixels, lambda crop=crop: processor(images=[crop], return_tensors="pt")["pixel_values"],
+                crop_box=crop_box.tolist(), timer=timer)
             grid = crop_point_grid(params.points_per_side, crop_width, crop_height, target).to(device)
             batch = points_per_batch(crop_height, crop_width)
             for start in range(0, grid.shape[0], batch):
                 points = grid[start:start + batch]
-                with timed("decoding"):
+                with timer.stage("decoder"):
                     outputs = model(image_embeddings=embeddings, input_points=points[None, :, None, :],
                                     input_labels=torch.ones(1, points.shape[0], 1, dtype=torch.int64, device=device),
                                     multimask_output=True)
                     logits = processor.post_process_masks(outputs.pred_masks.float(), original_sizes,
                                                           binarize=False)[0]
                     iou_scores = outputs.iou_scores[0].float()
-                with timed("filtering"):
+                with timer.stage("postprocess"):
                     rles, scores, boxes = processor.filter_masks(
                         logits, iou_scores, (height, width), crop_box, params.pred_iou_thresh,
                         params.stability_score_thresh, 0.0, 1)
@@ -168,10 +152,10 @@ def generate_masks(models, image: Image.Image, params: EverythingParams, stage_t
                 del logits, outputs
     if not all_rles:
         return assemble_result([], height, width, params)
-    with timed("nms"):
+    with timer.stage("nms"):
         masks, scores, rles, _ = processor.post_process_for_mask_generation(
             all_rles, torch.cat(all_scores), torch.cat(all_boxes), CROPS_NMS_THRESH)
-    with timed("encoding"):
+    with timer.stage("encoding"):
         candidates = [(mask.cpu().numpy(), score, rle["stability_score"])
                       for mask, score, rle in zip(masks, scores.tolist(), rles)]
         return assemble_result(candidates, height, width, params)

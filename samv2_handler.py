@@ -37,6 +37,7 @@ from embedding_cache import EmbeddingCache, embedding_key, pixels_digest
 from errors import ModelLoadError
 from mask_codec import encode_png_b64, mask_box
 from prompts import ImagePrompt, check_ref_in_range, check_variant
+from stage_times import StageTimer
 from video_io import frame_size, read_frames
 
 logger = logging.getLogger("sam2space")
@@ -204,6 +205,11 @@ def inference_device() -> torch.device:
     return torch.device("cuda" if cuda_available() else "cpu")
 
 
+def stage_timer(device: torch.device) -> StageTimer:
+    """A request's stage clocks; on CUDA each reading waits for the GPU work queued before it."""
+    return StageTimer(torch.cuda.synchronize if device.type == "cuda" else None)
+
+
 @contextmanager
 def inference_context(device: torch.device):
     """inference_mode, plus bf16 autocast on CUDA. Both are thread-local: enter in the model's thread."""
@@ -220,12 +226,19 @@ embedding_cache = EmbeddingCache(settings.embedding_cache_bytes())
 
 
 def image_embeddings(models: Sam2Models, pixels: str, pixel_values: Callable[[], torch.Tensor],
-                     crop_box=None) -> tuple[list[torch.Tensor], bool]:
+                     crop_box=None, timer: StageTimer | None = None) -> tuple[list[torch.Tensor], bool]:
     """(embeddings, cache hit) for the image whose `pixels_digest` is `pixels` (or its `crop_box`);
-    `pixel_values()` is called on a miss only."""
+    `pixel_values()` is called on a miss only (timed as "preprocess", the encoder as "encoder")."""
+    timer = timer or StageTimer()
     key = embedding_key(models.source, models.revision, models.variant, models.device, pixels, crop_box)
-    return embedding_cache.get_or_compute(
-        key, lambda: models.image_model.get_image_embeddings(pixel_values().to(models.device)))
+
+    def encode():
+        with timer.stage("preprocess"):
+            values = pixel_values().to(models.device)
+        with timer.stage("encoder"):
+            return models.image_model.get_image_embeddings(values)
+
+    return embedding_cache.get_or_compute(key, encode)
 
 
 def image_prompt_kwargs(prompt: ImagePrompt) -> dict:
@@ -244,24 +257,31 @@ def image_prompt_kwargs(prompt: ImagePrompt) -> dict:
     return kwargs
 
 
-def segment_image(models: Sam2Models, image: Image.Image, prompt: ImagePrompt) -> np.ndarray:
+def segment_image(models: Sam2Models, image: Image.Image, prompt: ImagePrompt,
+                  timer: StageTimer | None = None) -> np.ndarray:
     """Masks for one image: bool array (objects, height, width), objects in box order.
 
     The image embedding comes from the embedding cache when this image was seen before; the
     encoder-decoder split gives the same masks bit for bit as a full forward (tested).
+    `timer` receives the preprocess, encoder, decoder and postprocess seconds.
     """
     device = models.device
-    image = image.convert("RGB")
+    timer = timer or StageTimer()
     processor = models.image_processor
-    prompts = processor(original_sizes=[[image.height, image.width]], return_tensors="pt",
-                        **image_prompt_kwargs(prompt)).to(device)
+    with timer.stage("preprocess"):
+        image = image.convert("RGB")
+        pixels = pixels_digest(image)
+        prompts = processor(original_sizes=[[image.height, image.width]], return_tensors="pt",
+                            **image_prompt_kwargs(prompt)).to(device)
     with inference_context(device):
         embeddings, _ = image_embeddings(
-            models, pixels_digest(image), lambda: processor(images=image, return_tensors="pt")["pixel_values"])
-        outputs = models.image_model(image_embeddings=embeddings, multimask_output=False,
-                                     **{k: v for k, v in prompts.items() if k != "original_sizes"})
-    masks = processor.post_process_masks(outputs.pred_masks.float().cpu(), prompts["original_sizes"].cpu())[0]
-    return masks[:, 0].numpy().astype(bool)
+            models, pixels, lambda: processor(images=image, return_tensors="pt")["pixel_values"], timer=timer)
+        with timer.stage("decoder"):
+            outputs = models.image_model(image_embeddings=embeddings, multimask_output=False,
+                                         **{k: v for k, v in prompts.items() if k != "original_sizes"})
+    with timer.stage("postprocess"):
+        masks = processor.post_process_masks(outputs.pred_masks.float().cpu(), prompts["original_sizes"].cpu())[0]
+        return masks[:, 0].numpy().astype(bool)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -304,7 +324,7 @@ def propagation_order(num_frames: int, ref_frame_idx: int) -> list[tuple[int, bo
 
 def track_video_eager(models: Sam2Models, frame_paths: list[str], masks: list[np.ndarray],
                       ref_frame_idx: int, video_load_device: str = "cpu",
-                      progress: Progress | None = None) -> Iterator[FrameResult]:
+                      progress: Progress | None = None, timer: StageTimer | None = None) -> Iterator[FrameResult]:
     """Seed `masks` (objects 0..K-1) on `ref_frame_idx` and propagate over all frames.
 
     Every frame is preprocessed up front (`init_video_session(video=frames)`), then transformers'
@@ -313,13 +333,15 @@ def track_video_eager(models: Sam2Models, frame_paths: list[str], masks: list[np
     frame once (the reverse pass's repeat of the reference frame is skipped).
     """
     device = models.device
-    frames = read_frames(frame_paths)
-    height, width = frames[0].shape[:2]
-    total = len(frames)
-    session = models.video_processor.init_video_session(
-        video=frames, inference_device=device, processing_device=video_load_device,
-        video_storage_device=video_load_device, inference_state_device="cpu", dtype=session_dtype(device))
-    del frames
+    timer = timer or StageTimer()
+    with timer.stage("preprocess"):
+        frames = read_frames(frame_paths)
+        height, width = frames[0].shape[:2]
+        total = len(frames)
+        session = models.video_processor.init_video_session(
+            video=frames, inference_device=device, processing_device=video_load_device,
+            video_storage_device=video_load_device, inference_state_device="cpu", dtype=session_dtype(device))
+        del frames
     done = 0
     with inference_context(device):
         models.video_processor.add_inputs_to_inference_session(
@@ -334,7 +356,9 @@ def track_video_eager(models: Sam2Models, frame_paths: list[str], masks: list[np
                 if reverse and output.frame_idx == ref_frame_idx:
                     continue
                 done += 1
-                yield _frame_result(models, output, height, width)
+                with timer.stage("postprocess"):
+                    result = _frame_result(models, output, height, width)
+                yield result
                 if progress is not None:
                     progress(done, total)
 
@@ -360,11 +384,17 @@ def frame_detections(result: FrameResult, width: int, height: int, drop_masks: b
 
 
 def detections_from_results(results: Iterator[FrameResult], width: int, height: int,
-                            drop_masks: bool) -> list[dict]:
-    """Detections of all frames sorted by (frame, track_id); masks are encoded as frames arrive."""
+                            drop_masks: bool, timer: StageTimer | None = None) -> list[dict]:
+    """Detections of all frames sorted by (frame, track_id); masks are encoded as frames arrive.
+
+    `timer`: waiting for the next result is "propagation" (less the stages the tracker times
+    itself), turning it into detections is "encoding"."""
+    timer = timer or StageTimer()
     detections = []
-    for result in results:
-        detections.extend(frame_detections(result, width, height, drop_masks))
+    with timer.stage("propagation"):
+        for result in results:
+            with timer.stage("encoding"):
+                detections.extend(frame_detections(result, width, height, drop_masks))
     detections.sort(key=lambda d: (d["frame"], d["track_id"]))
     return detections
 
@@ -414,7 +444,8 @@ def track_video_streaming(models: Sam2Models, frame_paths: list[str], masks: lis
                           ref_frame_idx: int, video_load_device: str = "cpu", progress: Progress | None = None,
                           chunk_size: int = frame_loader.CHUNK_SIZE, timeout_s: float | None = None,
                           parity_gate: bool = True, bounded: bool = True,
-                          on_step: Callable[[object, int], None] | None = None) -> Iterator[FrameResult]:
+                          on_step: Callable[[object, int], None] | None = None,
+                          timer: StageTimer | None = None) -> Iterator[FrameResult]:
     """Same results as `track_video_eager`, with frame preprocessing overlapped with propagation.
 
     A `FrameLoader` thread streams preprocessed frames into the session while this thread seeds
@@ -435,9 +466,11 @@ def track_video_streaming(models: Sam2Models, frame_paths: list[str], masks: lis
     non-conditioning outputs are dropped once no later step can read them (`readable_window`),
     except that the forward outputs just after the reference frame live until the end, because
     the reverse pass reads them. `bounded=False` is issue 3's plain growing session, kept for the
-    test that shows the gate matters. `on_step(session, frame_idx)` is a test probe.
+    test that shows the gate matters. `on_step(session, frame_idx)` is a test probe. `timer`
+    receives the postprocess seconds (preprocessing overlaps propagation in the loader thread).
     """
     device = models.device
+    timer = timer or StageTimer()
     total = len(frame_paths)
     width, height = frame_size(frame_paths[0])
     config = models.video_model.config
@@ -478,25 +511,29 @@ def track_video_streaming(models: Sam2Models, frame_paths: list[str], masks: lis
             if reverse and frame_idx == ref_frame_idx:
                 continue
             done += 1
-            yield _frame_result(models, output, height, width)
+            with timer.stage("postprocess"):
+                result = _frame_result(models, output, height, width)
+            yield result
             if progress is not None:
                 progress(done, total)
 
 
 def track_video(models: Sam2Models, frame_paths: list[str], masks: list[np.ndarray], ref_frame_idx: int,
                 drop_masks: bool = False, async_frame_load: bool = True, video_load_device: str = "cpu",
-                progress: Progress | None = None) -> list[dict]:
+                progress: Progress | None = None, timer: StageTimer | None = None) -> list[dict]:
     """Detections for a video whose sampled frames are the JPEGs `frame_paths`.
 
     `async_frame_load=True` streams frames in while propagating (`track_video_streaming`);
     `False` preprocesses the whole video first (`track_video_eager`). Both give identical results.
+    `timer` receives the preprocess (eager only), propagation, postprocess and encoding seconds.
     """
+    timer = timer or StageTimer()
     check_ref_in_range(ref_frame_idx, len(frame_paths))
     width, height = frame_size(frame_paths[0])
     track = track_video_streaming if async_frame_load else track_video_eager
-    results = track(models, frame_paths, masks, ref_frame_idx, video_load_device, progress)
+    results = track(models, frame_paths, masks, ref_frame_idx, video_load_device, progress, timer=timer)
     with closing(results):  # runs the generator's cleanup (the loader's join) even if encoding fails
-        return detections_from_results(results, width, height, drop_masks)
+        return detections_from_results(results, width, height, drop_masks, timer)
 
 
 # Rough GPU seconds per propagation step by variant, frame preprocessing and mask encoding

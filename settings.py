@@ -8,6 +8,13 @@
 | `SAM2_TMPDIR`           | the system temp directory | where per-request working directories are created  |
 | `SAM2_FRAME_TIMEOUT_S`  | 90                        | longest wait for the frame producer before a video request fails |
 | `SAM2_EMBEDDING_CACHE_MB` | 512                     | byte budget of the image-embedding cache (0 disables it) |
+| `SAM2_POOL_WIDTH`       | 2                         | model calls (requests) running at once per process  |
+| `SAM2_QUEUE_DEPTH`      | 16                        | requests waiting in line beyond those; more get the busy answer |
+| `SAM2_RETRY_AFTER_S`    | 5                         | the retry hint of the busy answer, in seconds       |
+| `SAM2_WARM_START`       | 1 (0 on ZeroGPU)          | 1: load the default variant and run one inference per pool slot before serving |
+
+The same defaults hold on ZeroGPU, except warm start (no GPU outside `@spaces.GPU` calls there);
+`SAM2_QUEUE_DEPTH` replaces gradio's ZeroGPU default queue size of 1.
 """
 
 import os
@@ -31,19 +38,19 @@ def _env_number(name: str, default: float, minimum: float, strict: bool = False)
     return value
 
 
-def _positive_int(name: str, default: int) -> int:
-    value = _env_number(name, default, 1)
+def _whole_number(name: str, default: int, minimum: int = 1) -> int:
+    value = _env_number(name, default, minimum)
     if value != int(value):
         raise ValueError(f"environment variable {name}={value:g} is not a whole number")
     return int(value)
 
 
 def max_image_pixels() -> int:
-    return _positive_int("SAM2_MAX_IMAGE_PIXELS", DEFAULT_MAX_IMAGE_PIXELS)
+    return _whole_number("SAM2_MAX_IMAGE_PIXELS", DEFAULT_MAX_IMAGE_PIXELS)
 
 
 def max_frames() -> int:
-    return _positive_int("SAM2_MAX_FRAMES", DEFAULT_MAX_FRAMES)
+    return _whole_number("SAM2_MAX_FRAMES", DEFAULT_MAX_FRAMES)
 
 
 def tmp_root() -> str:
@@ -62,3 +69,28 @@ def frame_timeout_s() -> float:
 
 def embedding_cache_bytes() -> int:
     return int(_env_number("SAM2_EMBEDDING_CACHE_MB", 512, 0) * 2**20)
+
+
+def pool_width() -> int:
+    return _whole_number("SAM2_POOL_WIDTH", 2)
+
+
+def queue_depth() -> int:
+    return _whole_number("SAM2_QUEUE_DEPTH", 16, minimum=0)
+
+
+def retry_after_s() -> int:
+    return _whole_number("SAM2_RETRY_AFTER_S", 5)
+
+
+def on_zero_gpu() -> bool:
+    return os.environ.get("SPACES_ZERO_GPU") == "true"
+
+
+def warm_start() -> bool:
+    raw = os.environ.get("SAM2_WARM_START", "").strip().lower()
+    if not raw:
+        return not on_zero_gpu()
+    if raw not in ("0", "1", "true", "false"):
+        raise ValueError(f"environment variable SAM2_WARM_START={raw!r} must be 0 or 1")
+    return raw in ("1", "true")

@@ -25,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import banner, median, run_child  # noqa: E402
 
-STAGES = ("embedding", "decoding", "filtering", "nms", "encoding")
+STAGES = ("preprocess", "encoder", "decoder", "postprocess", "nms", "encoding")
 
 
 def scene():
@@ -46,6 +46,7 @@ def stages_child(checkpoint: str, points: int, repeats: int, candidates_path: st
     os.environ["SAM2_EMBEDDING_CACHE_MB"] = "0"  # every run pays the encoder, as a new image would
     import mask_generation
     import samv2_handler
+    from stage_times import StageTimer
 
     models = samv2_handler.get_models("tiny")
     image = scene()
@@ -64,11 +65,10 @@ def stages_child(checkpoint: str, points: int, repeats: int, candidates_path: st
     captured.clear()
     runs = []
     for _ in range(repeats):
-        times = {}
+        timer = StageTimer()
         started = time.perf_counter()
-        result = mask_generation.generate_masks(models, image, params, stage_times=times)
-        times["total"] = time.perf_counter() - started
-        runs.append(times)
+        result = mask_generation.generate_masks(models, image, params, timer=timer)
+        runs.append({**timer.seconds, "total": time.perf_counter() - started})
     png = mask_generation.generate_masks(models, image, mask_generation.EverythingParams(
         **{**params.__dict__, "output_format": "png"}))
     from pycocotools import mask as coco

@@ -1,6 +1,8 @@
 """Shared fixtures: the micro checkpoint behind SAM2_MODEL, a private temp root, synthetic videos."""
 
+import base64
 import os
+import socket
 import sys
 from pathlib import Path
 
@@ -58,3 +60,59 @@ def video_factory(tmp_path_factory):
         return made[key]
 
     return make
+
+
+# The launched app (module scope: each e2e module gets its own server on a free port).
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server():
+    import app
+
+    port = free_port()
+    app.demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
+                    **app.launch_kwargs())
+    try:
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        app.demo.close()
+
+
+@pytest.fixture(scope="module")
+def client(server):
+    from gradio_client import Client
+
+    return Client(server, verbose=False)
+
+
+@pytest.fixture(scope="module")
+def image_file(tmp_path_factory):
+    import numpy as np
+    from PIL import Image
+
+    path = tmp_path_factory.mktemp("e2e") / "scene.png"
+    pixels = np.zeros((240, 320, 3), np.uint8)
+    pixels[60:180, 100:220] = (200, 180, 40)
+    Image.fromarray(pixels).save(path)
+    return str(path)
+
+
+def data_uri(path: str) -> str:
+    with open(path, "rb") as handle:
+        return "data:image/png;base64," + base64.b64encode(handle.read()).decode()
+
+
+async def mcp_session(server, work):
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamablehttp_client
+
+    async with streamablehttp_client(server + "gradio_api/mcp/") as (read, write, _):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            return await work(session)

@@ -1,53 +1,17 @@
 """End-to-end: the launched app through gradio_client and the MCP Python SDK (streamable HTTP)."""
 
 import asyncio
-import base64
 import json
 import os
-import socket
 
 import httpx
-import numpy as np
 import pytest
-from gradio_client import Client, handle_file
+from conftest import data_uri, mcp_session
+from gradio_client import handle_file
 from gradio_client.exceptions import AppError
-from PIL import Image
-
-from mask_codec import decode_mask, encode_png_b64
 from micro import rect_mask
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def server():
-    import app
-
-    port = free_port()
-    app.demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, mcp_server=True,
-                    app_kwargs={"docs_url": "/docs"}, quiet=True)
-    try:
-        yield f"http://127.0.0.1:{port}/"
-    finally:
-        app.demo.close()
-
-
-@pytest.fixture(scope="module")
-def client(server):
-    return Client(server, verbose=False)
-
-
-@pytest.fixture(scope="module")
-def image_file(tmp_path_factory):
-    path = tmp_path_factory.mktemp("e2e") / "scene.png"
-    pixels = np.zeros((240, 320, 3), np.uint8)
-    pixels[60:180, 100:220] = (200, 180, 40)
-    Image.fromarray(pixels).save(path)
-    return str(path)
+from mask_codec import decode_mask, encode_png_b64
 
 
 def test_docs_are_served(server):
@@ -131,21 +95,6 @@ def test_mcp_schema_is_pinned(server):
     assert "LARGEST FIRST" in everything_doc and "truncated" in everything_doc
     video_doc = by_name["process_video"]["description"]
     assert "SAMPLED" in video_doc and "sigmoid" in video_doc and "NORMALISED" in video_doc
-
-
-def data_uri(path: str) -> str:
-    with open(path, "rb") as handle:
-        return "data:image/png;base64," + base64.b64encode(handle.read()).decode()
-
-
-async def mcp_session(server, work):
-    from mcp import ClientSession
-    from mcp.client.streamable_http import streamablehttp_client
-
-    async with streamablehttp_client(server + "gradio_api/mcp/") as (read, write, _):
-        async with ClientSession(read, write) as session:
-            await session.initialize()
-            return await work(session)
 
 
 def test_mcp_lists_tools_and_segments_a_data_uri_image(server, image_file):
