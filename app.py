@@ -13,23 +13,27 @@ import shutil
 import tempfile
 import threading
 import time
+import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+import cv2
 import gradio as gr
 import numpy as np
 from PIL import Image
 
+import annotation
 import mask_generation
 import mcp_patches
 import metrics
+import overlays
 import prompts
 import samv2_handler
 import serving
 import settings
 import video_io
-from errors import Sam2SpaceError
-from mask_codec import decode_mask, encode_mask
+from errors import InputError, Sam2SpaceError
+from mask_codec import decode_mask, encode_mask, mask_box
 from stage_times import StageTimer, format_line
 
 logging.basicConfig(level=os.environ.get("LOG_LEVEL", "INFO"),
@@ -198,8 +202,8 @@ def process_video(
         drop_masks: When true, omit "mask_b64" from every detection and return boxes only (default false).
         ref_frame_idx: 0-based index, in the sampled sequence, of the frame the masks were drawn on (default 0). A value > 0 tracks in both directions.
         async_frame_load: When true (default), a background thread preprocesses the frames in chunks of 8 and streams them to the tracker while it propagates, so tracking starts before the whole video is prepared and memory stays flat however long the video is; false preprocesses and keeps every frame first. Both give identical results.
-        sample_fps: Sample the video down to about this many frames per second before tracking (must be > 0; clamped to the source fps; takes precedence over every_x). Empty or null keeps every frame.
-        every_x: Keep only every Nth frame before tracking (>= 1; e.g. 5 keeps original frames 0, 5, 10, ...); ignored when sample_fps is set. Empty or null keeps every frame.
+        sample_fps: Sample the video down to about this many frames per second before tracking (> 0; clamped to the source fps; takes precedence over every_x). Empty, null or 0 keeps every frame.
+        every_x: Keep only every Nth frame before tracking (>= 1; e.g. 5 keeps original frames 0, 5, 10, ...); ignored when sample_fps is set. Empty, null or 0 keeps every frame.
         video_load_device: Where the preprocessed frames are kept: "cpu" (default; streamed to the GPU frame by frame, low GPU memory) or "cuda" (whole video in GPU memory; only on a GPU server, may run out of memory on long videos).
 
     Returns:
@@ -272,97 +276,375 @@ def generate_masks(
 
 
 # ---------------------------------------------------------------------------------------------
-# UI helpers (not part of the API)
+# Browser UI: event handlers hidden from the API (api_visibility="private"). The model runs
+# through the same GPU functions and admission as the endpoints; drawing is in `overlays`, the
+# click state machine in `annotation`.
 
-COLOURS = [(230, 25, 75), (60, 180, 75), (255, 225, 25), (0, 130, 200), (245, 130, 48),
-           (145, 30, 180), (70, 240, 240), (240, 50, 230), (210, 245, 60), (250, 190, 212)]
+CLICK_MODES = {"Include point": "include", "Exclude point": "exclude", "Box (two corners)": "box"}
+EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "examples")
+UI_FILES = "sam2-ui"  # UI downloads and rendered videos, in gradio's cache (removed by delete_cache)
 
 
-def overlay_masks(im: Image.Image | None, result) -> tuple | None:
-    """(image, [(mask, label), ...]) for gr.AnnotatedImage from a process_image result."""
-    if im is None or not result:
+def ui_output_dir() -> str:
+    """A new directory for one UI result, inside gradio's cache: gradio serves it without copying
+    and deletes it with the rest of its cache (`delete_cache`)."""
+    path = os.path.join(gr.utils.get_upload_folder(), UI_FILES, uuid.uuid4().hex)
+    os.makedirs(path)
+    return path
+
+
+def write_json(directory: str, name: str, data) -> str:
+    path = os.path.join(directory, name)
+    with open(path, "w", encoding="utf-8") as handle:
+        json.dump(data, handle, separators=(",", ":"))
+    return path
+
+
+def _as_rgb(picture) -> np.ndarray:
+    return np.asarray(picture.convert("RGB") if isinstance(picture, Image.Image) else picture, np.uint8)
+
+
+def object_table(state: dict | None) -> str:
+    """A Markdown table of the objects with masks: #id, mask box, area, prompts."""
+    rows = []
+    for obj_id, rle in annotation.masks(state):
+        mask = decode_mask(rle)
+        obj = state["objects"][obj_id]
+        included = sum(obj["labels"])
+        prompt = f"{included} include, {len(obj['labels']) - included} exclude" + (", box" if obj["box"] else "")
+        box = ", ".join(map(str, mask_box(mask) or ()))
+        rows.append(f"| **#{obj_id}** | {box} | {int(mask.sum())} | {prompt} |")
+    current = (state or {}).get("current", 0)
+    if not rows:
+        return "No object yet: click on the picture."
+    return ("| object | mask box x, y, w, h | area (px) | clicks |\n|---|---|---|---|\n" + "\n".join(rows)
+            + f"\n\nClicks go to **#{current}**.")
+
+
+def click_to_segment(picture: Image.Image | None, variant: str, state: dict | None, mode: str,
+                     evt: gr.SelectData, request: gr.Request | None, argument: str) -> dict:
+    """Apply one click to `state` and segment the object it changed (the embedding cache makes
+    every click after the first on a picture cost only the decoder)."""
+    with served("ui_click", request) as call:
+        if picture is None:
+            raise InputError(argument, "upload it first, then click on the picture to the right")
+        call.variant = variant = prompts.check_variant(variant)
+        picture = Image.fromarray(_as_rgb(picture))
+        state, target = annotation.click(state, *evt.index[:2], CLICK_MODES.get(mode, "include"),
+                                         picture.width, picture.height)
+        if target is not None:
+            prompt = prompts.parse_image_prompt(*annotation.prompt_arguments(state["objects"][target]),
+                                                picture.width, picture.height)
+            masks, seconds = _segment_image_gpu(variant, picture, prompt)
+            call.timer.merge(seconds)
+            with call.timer.stage("encoding"):
+                state = annotation.set_mask(state, target, encode_mask(masks[0], "rle"))
+        return state
+
+
+def image_view(image: Image.Image | None, state: dict | None) -> tuple:
+    """(state, canvas, objects, JSON download, COCO RLE download) of the Images tab."""
+    if image is None:
+        return state, None, object_table(None), None, None
+    canvas = overlays.draw_annotation(_as_rgb(image), state)
+    found = annotation.masks(state)
+    if not found:
+        return state, canvas, object_table(state), None, None
+    directory = ui_output_dir()
+    as_png = write_json(directory, "masks.json", [encode_mask(decode_mask(rle), "png") for _, rle in found])
+    as_rle = write_json(directory, "masks_coco_rle.json", [rle for _, rle in found])
+    return state, canvas, object_table(state), as_png, as_rle
+
+
+def ui_image_loaded(image):
+    return image_view(image, annotation.new())
+
+
+def ui_image_click(image, variant, state, mode, evt: gr.SelectData, request: gr.Request):
+    return image_view(image, click_to_segment(image, variant, state, mode, evt, request, "im"))
+
+
+def ui_image_undo(image, state):
+    return image_view(image, annotation.undo(state))
+
+
+def ui_image_new_object(image, state):
+    return image_view(image, annotation.new_object(state))
+
+
+def ui_image_clear_object(image, state):
+    return image_view(image, annotation.clear_object(state))
+
+
+def ui_api_overlay(image, result):
+    """The canvas for a result of the text-prompt Segment button (objects in box order)."""
+    if image is None or not result:
         return None
-    annotations = []
-    for i, encoded in enumerate(result):
-        annotations.append((decode_mask(encoded).astype(np.float32), f"object {i}"))
-    return im, annotations
+    return overlays.blend_masks(_as_rgb(image), [(i, decode_mask(m)) for i, m in enumerate(result)])
 
 
-def overlay_everything(im: Image.Image | None, result) -> tuple | None:
-    """(image, [(mask, "#i area"), ...]) for gr.AnnotatedImage from a generate_masks result."""
-    if im is None or not result or not result.get("masks"):
-        return None
-    return im, [(decode_mask(m["segmentation"]).astype(np.float32), f"#{i} ({m['area']} px)")
-                for i, m in enumerate(result["masks"])]
+def video_sampling(video, sample_fps, every_x) -> video_io.Sampling:
+    info = video_io.probe(video)
+    return video_io.plan_sampling(info, prompts.optional_float(sample_fps, "sample_fps"),
+                                  prompts.optional_int(every_x, "every_x"))
 
 
-with gr.Blocks(title="SAM 2: segment images and track objects in videos") as demo:
-    gr.Markdown("# SAM 2 (Segment Anything 2)\nSegment objects in images from boxes and clicks, and track "
-                "them through videos. Also usable from `gradio_client` and as MCP tools.")
+def ui_video_loaded(video, sample_fps, every_x, request: gr.Request):
+    """A new video or sampling: count the sampled frames, show frame 0, forget picked objects."""
+    if video is None:
+        return None, None, annotation.new(), gr.update(value=0, maximum=1), "Upload a video."
+    with served("ui_video_frame", request):
+        sampling = video_sampling(video, sample_fps, every_x)
+        count = video_io.count_sampled_frames(video, sampling)
+        frame = video_io.sampled_frame(video, sampling, 0)
+    note = f"{count} frames after sampling. Click on objects in frame 0 (move the slider to pick another frame)."
+    return frame, frame, annotation.new(), gr.update(value=0, maximum=max(count - 1, 1)), note
+
+
+def ui_video_reference(video, sample_fps, every_x, ref_idx, request: gr.Request):
+    """Show the chosen reference frame; objects picked on another frame are forgotten."""
+    if video is None:
+        return None, None, annotation.new()
+    with served("ui_video_frame", request):
+        frame = video_io.sampled_frame(video, video_sampling(video, sample_fps, every_x),
+                                       prompts.check_ref_frame_idx(ref_idx))
+    return frame, frame, annotation.new()
+
+
+def video_view(frame, state):
+    if frame is None:
+        return state, None, object_table(None)
+    return state, overlays.draw_annotation(_as_rgb(frame), state), object_table(state)
+
+
+def ui_video_click(frame, variant, state, mode, evt: gr.SelectData, request: gr.Request):
+    return video_view(frame, click_to_segment(frame, variant, state, mode, evt, request, "video_path"))
+
+
+def ui_video_undo(frame, state):
+    return video_view(frame, annotation.undo(state))
+
+
+def ui_video_new_object(frame, state):
+    return video_view(frame, annotation.new_object(state))
+
+
+def ui_video_clear_object(frame, state):
+    return video_view(frame, annotation.clear_object(state))
+
+
+def ui_track(video, variant, state, ref_idx, async_frame_load, sample_fps, every_x, video_load_device,
+             progress=gr.Progress(), request: gr.Request = None):
+    """Track the objects picked on the reference frame (through `process_video`); detections'
+    track_id is the object's "#id" from the picture."""
+    found = annotation.masks(state)
+    if not found:
+        raise gr.Error("Pick at least one object first: click on it in the reference frame (or paste masks "
+                       "under 'Masks as JSON' and use that Track button).")
+    seeds = [encode_mask(decode_mask(rle), "png") for _, rle in found]
+    detections = process_video(video, variant, seeds, False, ref_idx, async_frame_load, sample_fps, every_x,
+                               video_load_device, progress=progress, request=request)
+    ids = [obj_id for obj_id, _ in found]
+    return [{**d, "track_id": ids[d["track_id"]]} for d in detections]
+
+
+def ui_render_video(video, sample_fps, every_x, detections, progress=gr.Progress(), request: gr.Request = None):
+    """The tracked video with each object's mask, box and "#id conf" drawn in its colour (WebM,
+    which browsers play), the detections as a JSON download, and a list of them without masks."""
+    with served("ui_render_video", request) as call:
+        sampling = video_sampling(video, sample_fps, every_x)
+        by_frame: dict[int, list] = {}
+        for detection in detections or []:
+            by_frame.setdefault(detection["frame"], []).append(detection)
+        total = max(by_frame, default=0) + 1
+        directory = ui_output_dir()
+        try:
+            def annotated():
+                for position, frame_bgr in video_io.iter_sampled_frames(video, sampling):
+                    progress((position, total), desc="Rendering", unit="frames")
+                    yield overlays.draw_detections(cv2.cvtColor(frame_bgr, cv2.COLOR_BGR2RGB),
+                                                   by_frame.get(position, []))
+
+            with call.timer.stage("encoding"):
+                path = os.path.join(directory, "tracked.webm")
+                video_io.write_webm(path, annotated(), video_io.sampled_fps(sampling))
+            listed = [{k: v for k, v in d.items() if k != "mask_b64"} for d in detections or []]
+            return path, write_json(directory, "detections.json", detections or []), listed
+        except BaseException:
+            shutil.rmtree(directory, ignore_errors=True)
+            raise
+
+
+def everything_canvas(image, result, selected: int | None = None) -> np.ndarray | None:
+    if image is None or not result or not result.get("masks"):
+        return None if image is None else _as_rgb(image)
+    masks = [(i, decode_mask(m["segmentation"])) for i, m in enumerate(result["masks"])]
+    if selected is not None:  # the picked mask stands out: the others fade
+        out = overlays.blend_masks(_as_rgb(image), [m for m in masks if m[0] != selected], alpha=0.2, outline=False)
+        out = overlays.blend_masks(out, [masks[selected]], alpha=0.6)
+    else:
+        out = overlays.blend_masks(_as_rgb(image), masks)
+    for i, m in enumerate(result["masks"]):
+        if selected is None or i == selected:
+            out = overlays.label(out, f"#{i}", m["bbox"][0], m["bbox"][1], overlays.colour(i))
+    return out
+
+
+def ui_everything_overlay(image, result):
+    return everything_canvas(image, result), None
+
+
+def ui_everything_pick(image, result, evt: gr.SelectData):
+    """The smallest mask under the click (masks nest: a click on a wheel picks the wheel, not
+    the car), highlighted, with its numbers."""
+    if image is None or not result or not result.get("masks"):
+        return everything_canvas(image, result), None
+    x, y = evt.index[:2]
+    hits = [(m["area"], i) for i, m in enumerate(result["masks"]) if decode_mask(m["segmentation"])[y, x]]
+    if not hits:
+        return everything_canvas(image, result), {"picked": None, "note": f"no mask at ({x}, {y})"}
+    _, picked = min(hits)
+    numbers = {k: v for k, v in result["masks"][picked].items() if k != "segmentation"}
+    return everything_canvas(image, result, picked), {"picked": picked, **numbers}
+
+
+def example(name: str) -> str:
+    return os.path.join(EXAMPLES, name)
+
+
+PRIVATE = {"api_visibility": "private"}
+MODEL = {**PRIVATE, **serving.event_settings()}  # UI events that run the model share the pool
+
+with gr.Blocks(title="SAM 2: segment images and track objects in videos", delete_cache=(600, 3600)) as demo:
+    gr.Markdown("# SAM 2 (Segment Anything 2)\nClick on objects to segment them, track them through videos, "
+                "or find everything in an image. Also usable from `gradio_client` and as MCP tools "
+                "(`process_image`, `process_video`, `generate_masks`).")
     with gr.Tab("Images"):
+        im_state = gr.State(annotation.new())
         with gr.Row():
-            with gr.Column():
-                im_in = gr.Image(label="Image", type="pil")
+            with gr.Column(scale=2):
+                im_in = gr.Image(label="Image", type="pil", sources=["upload", "clipboard"], height=320)
                 im_variant = gr.Dropdown(list(prompts.VARIANTS), value=DEFAULT_VARIANT, label="Model variant")
-                im_boxes = gr.Textbox(label="Boxes (absolute pixels)", lines=3,
-                                      placeholder='[{"x0": 10, "y0": 20, "x1": 110, "y1": 220}]')
-                im_points = gr.Textbox(label="Points (absolute pixels)", lines=2,
-                                       placeholder='[{"x": 50, "y": 60}]')
-                im_labels = gr.Textbox(label="Point labels (1 include, 0 exclude)", placeholder="[1]")
-                im_format = gr.Radio(["png", "rle"], value="png", label="Output format")
-                im_button = gr.Button("Segment", variant="primary")
-            with gr.Column():
-                im_overlay = gr.AnnotatedImage(label="Masks")
-                im_json = gr.JSON(label="Result (JSON)")
+                im_mode = gr.Radio(list(CLICK_MODES), value="Include point", label="A click on the picture adds")
+                with gr.Row():
+                    im_undo = gr.Button("Undo")
+                    im_new = gr.Button("New object")
+                    im_clear = gr.Button("Clear object")
+                gr.Examples([[example("shapes.png")], [example("shapes_portrait.png")]], inputs=[im_in])
+            with gr.Column(scale=3):
+                im_canvas = gr.Image(label="Click on an object (each object gets its colour and #id)",
+                                     type="numpy", format="png", interactive=False, elem_id="image-canvas")
+                im_objects = gr.Markdown(object_table(None), elem_id="image-objects")
+                with gr.Row():
+                    im_download = gr.DownloadButton("Masks (JSON, base64 PNG)", value=None)
+                    im_download_rle = gr.DownloadButton("Masks (COCO RLE)", value=None)
+        with gr.Accordion("Prompts as JSON text (what the process_image API takes)", open=False):
+            im_boxes = gr.Textbox(label="Boxes (absolute pixels)", lines=3,
+                                  placeholder='[{"x0": 10, "y0": 20, "x1": 110, "y1": 220}]')
+            im_points = gr.Textbox(label="Points (absolute pixels)", lines=2, placeholder='[{"x": 50, "y": 60}]')
+            im_labels = gr.Textbox(label="Point labels (1 include, 0 exclude)", placeholder="[1]")
+            im_format = gr.Radio(["png", "rle"], value="png", label="Output format")
+            im_button = gr.Button("Segment", variant="primary")
+            im_json = gr.JSON(label="Result (JSON)")
+        image_outputs = [im_state, im_canvas, im_objects, im_download, im_download_rle]
+        im_in.change(ui_image_loaded, [im_in], image_outputs, **PRIVATE)
+        im_canvas.select(ui_image_click, [im_in, im_variant, im_state, im_mode], image_outputs, **MODEL)
+        im_undo.click(ui_image_undo, [im_in, im_state], image_outputs, **PRIVATE)
+        im_new.click(ui_image_new_object, [im_in, im_state], image_outputs, **PRIVATE)
+        im_clear.click(ui_image_clear_object, [im_in, im_state], image_outputs, **PRIVATE)
         im_button.click(process_image, [im_in, im_variant, im_boxes, im_points, im_labels, im_format],
                         im_json, api_name="process_image", **serving.event_settings()).success(
-            overlay_masks, [im_in, im_json], im_overlay, api_visibility="private")
+            ui_api_overlay, [im_in, im_json], im_canvas, **PRIVATE)
     with gr.Tab("Videos"):
+        vid_state = gr.State(annotation.new())
+        vid_frame = gr.State(None)
+        vid_detections = gr.State(None)
         with gr.Row():
-            with gr.Column():
-                vid_in = gr.Video(label="Video", sources=["upload"])
+            with gr.Column(scale=2):
+                vid_in = gr.Video(label="Video", sources=["upload"], height=280, elem_id="video-input")
                 vid_variant = gr.Dropdown(list(prompts.VARIANTS), value=DEFAULT_VARIANT, label="Model variant")
-                vid_masks = gr.Textbox(label="Masks on the reference frame (JSON list of base64 PNGs)", lines=4,
-                                       placeholder='["iVBORw0KGgo..."]')
-                vid_drop = gr.Checkbox(label="Drop masks (boxes only)", value=True)
-                vid_ref = gr.Number(label="Reference frame index (in the sampled sequence)", value=0, precision=0)
-                vid_async = gr.Checkbox(label="Async frame load", value=True,
-                                        info="stream frames into the tracker while it runs (same results, "
-                                             "first masks sooner)")
-                vid_fps = gr.Number(label="Sample FPS", value=None, info="empty = every frame")
-                vid_every = gr.Number(label="Every Xth frame", value=None, precision=0,
-                                      info="ignored when Sample FPS is set; empty = every frame")
-                vid_device = gr.Dropdown(["cpu", "cuda"], value="cpu", label="Video load device")
-                vid_button = gr.Button("Track", variant="primary")
-            with gr.Column():
-                vid_json = gr.JSON(label="Detections (JSON)")
-        vid_button.click(process_video, [vid_in, vid_variant, vid_masks, vid_drop, vid_ref, vid_async, vid_fps,
+                with gr.Row():
+                    vid_fps = gr.Number(label="Sample FPS", value=0, info="0 = every frame")
+                    vid_every = gr.Number(label="Every Xth frame", value=0, precision=0,
+                                          info="0 = every frame; ignored when Sample FPS is set")
+                vid_note = gr.Markdown("Upload a video.")
+                vid_ref = gr.Slider(0, 1, value=0, step=1, label="Reference frame (in the sampled sequence)")
+                vid_mode = gr.Radio(list(CLICK_MODES), value="Include point", label="A click on the frame adds")
+                with gr.Row():
+                    vid_undo = gr.Button("Undo")
+                    vid_new = gr.Button("New object")
+                    vid_clear = gr.Button("Clear object")
+                with gr.Accordion("Options", open=False):
+                    vid_async = gr.Checkbox(label="Async frame load", value=True,
+                                            info="stream frames into the tracker while it runs (same results, "
+                                                 "first masks sooner)")
+                    vid_device = gr.Dropdown(["cpu", "cuda"], value="cpu", label="Video load device")
+                vid_track = gr.Button("Track picked objects", variant="primary", elem_id="track-button")
+                gr.Examples([[example("moving_shapes.webm")]], inputs=[vid_in])
+            with gr.Column(scale=3):
+                vid_canvas = gr.Image(label="Reference frame: click on the objects to track", type="numpy",
+                                      format="png", interactive=False, elem_id="video-canvas")
+                vid_objects = gr.Markdown(object_table(None), elem_id="video-objects")
+                vid_out = gr.Video(label="Tracked objects", interactive=False, elem_id="video-output")
+                vid_download = gr.DownloadButton("Detections (JSON, with masks)", value=None)
+                vid_tracks = gr.JSON(label="Detections (masks left out; the download has them)", open=False,
+                                     elem_id="video-detections")
+        with gr.Accordion("Masks as JSON text (what the process_video API takes)", open=False):
+            vid_masks = gr.Textbox(label="Masks on the reference frame (JSON list of base64 PNGs)", lines=4,
+                                   placeholder='["iVBORw0KGgo..."]')
+            vid_drop = gr.Checkbox(label="Drop masks (boxes only)", value=True)
+            vid_api_ref = gr.Number(label="Reference frame index (in the sampled sequence)", value=0, precision=0)
+            vid_button = gr.Button("Track pasted masks")
+            vid_json = gr.JSON(label="Result (JSON)")
+        video_view_outputs = [vid_state, vid_canvas, vid_objects]
+        sampling_inputs = [vid_in, vid_fps, vid_every]
+        for trigger in (vid_in.change, vid_fps.submit, vid_every.submit):
+            trigger(ui_video_loaded, sampling_inputs, [vid_frame, vid_canvas, vid_state, vid_ref, vid_note],
+                    **PRIVATE)
+        vid_ref.release(ui_video_reference, [*sampling_inputs, vid_ref], [vid_frame, vid_canvas, vid_state],
+                        **PRIVATE)
+        vid_canvas.select(ui_video_click, [vid_frame, vid_variant, vid_state, vid_mode], video_view_outputs, **MODEL)
+        vid_undo.click(ui_video_undo, [vid_frame, vid_state], video_view_outputs, **PRIVATE)
+        vid_new.click(ui_video_new_object, [vid_frame, vid_state], video_view_outputs, **PRIVATE)
+        vid_clear.click(ui_video_clear_object, [vid_frame, vid_state], video_view_outputs, **PRIVATE)
+        render_outputs = [vid_out, vid_download, vid_tracks]
+        vid_track.click(ui_track, [vid_in, vid_variant, vid_state, vid_ref, vid_async, vid_fps, vid_every,
+                                   vid_device], vid_detections, **MODEL).success(
+            ui_render_video, [*sampling_inputs, vid_detections], render_outputs, **PRIVATE)
+        vid_button.click(process_video, [vid_in, vid_variant, vid_masks, vid_drop, vid_api_ref, vid_async, vid_fps,
                                          vid_every, vid_device], vid_json, api_name="process_video",
-                         **serving.event_settings())
+                         **serving.event_settings()).success(
+            ui_render_video, [*sampling_inputs, vid_json], render_outputs, **PRIVATE)
     with gr.Tab("Everything"):
         with gr.Row():
-            with gr.Column():
-                ev_in = gr.Image(label="Image", type="pil")
+            with gr.Column(scale=2):
+                ev_in = gr.Image(label="Image", type="pil", height=320)
                 ev_variant = gr.Dropdown(list(prompts.VARIANTS), value=DEFAULT_VARIANT, label="Model variant")
                 # Numbers, not sliders: a slider rejects out-of-range API values with a message that
                 # does not name the argument; our own validation does.
                 ev_points = gr.Number(label=f"Points per side (1..{mask_generation.MAX_POINTS_PER_SIDE})", value=32,
                                       precision=0)
-                ev_iou = gr.Number(label="Predicted IoU threshold (0..1)", value=0.88)
-                ev_stability = gr.Number(label="Stability score threshold (0..1)", value=0.95)
-                ev_layers = gr.Number(label=f"Crop layers (0..{mask_generation.MAX_CROP_N_LAYERS}, for large images)",
-                                      value=0, precision=0)
-                ev_min_area = gr.Number(label="Minimum area (pixels)", value=0, precision=0)
-                ev_max = gr.Number(label="Maximum masks", value=100, precision=0)
-                ev_format = gr.Radio(["rle", "png"], value="rle", label="Output format")
+                with gr.Accordion("Thresholds and limits", open=False):
+                    ev_iou = gr.Number(label="Predicted IoU threshold (0..1)", value=0.88)
+                    ev_stability = gr.Number(label="Stability score threshold (0..1)", value=0.95)
+                    ev_layers = gr.Number(label=f"Crop layers (0..{mask_generation.MAX_CROP_N_LAYERS}, "
+                                                "for large images)", value=0, precision=0)
+                    ev_min_area = gr.Number(label="Minimum area (pixels)", value=0, precision=0)
+                    ev_max = gr.Number(label="Maximum masks", value=100, precision=0)
+                    ev_format = gr.Radio(["rle", "png"], value="rle", label="Output format")
                 ev_button = gr.Button("Segment everything", variant="primary")
-            with gr.Column():
-                ev_overlay = gr.AnnotatedImage(label="Masks")
-                ev_json = gr.JSON(label="Result (JSON)")
+                gr.Examples([[example("shapes.png")]], inputs=[ev_in])
+            with gr.Column(scale=3):
+                ev_canvas = gr.Image(label="Masks (click one to see its numbers)", type="numpy", format="png",
+                                     interactive=False, elem_id="everything-canvas")
+                ev_picked = gr.JSON(label="Picked mask")
+                with gr.Accordion("Result (JSON)", open=False):
+                    ev_json = gr.JSON(label="Result (JSON)")
         ev_button.click(generate_masks, [ev_in, ev_variant, ev_points, ev_iou, ev_stability, ev_layers, ev_min_area,
                                          ev_max, ev_format], ev_json, api_name="generate_masks",
-                         **serving.event_settings()).success(
-            overlay_everything, [ev_in, ev_json], ev_overlay, api_visibility="private")
+                        **serving.event_settings()).success(
+            ui_everything_overlay, [ev_in, ev_json], [ev_canvas, ev_picked], **PRIVATE)
+        ev_canvas.select(ui_everything_pick, [ev_in, ev_json], [ev_canvas, ev_picked], **PRIVATE)
 
 
 serving.install(demo)

@@ -80,15 +80,16 @@ class Sampling:
 
 
 def plan_sampling(info: VideoInfo, sample_fps: float | None, every_x: int | None) -> Sampling:
-    """`sample_fps` (clamped to the source fps) takes precedence over `every_x`."""
-    if sample_fps is not None:
-        if sample_fps <= 0:
-            raise InputError("sample_fps", f"{sample_fps:g} must be > 0 (frames per second), or empty "
+    """`sample_fps` (clamped to the source fps) takes precedence over `every_x`. None or 0 means
+    "not set" for both (a browser's empty number field sends 0)."""
+    if sample_fps:
+        if sample_fps < 0:
+            raise InputError("sample_fps", f"{sample_fps:g} must be > 0 (frames per second), or empty or 0 "
                              "to keep every frame")
         return Sampling(source_fps=info.fps, sample_fps=min(float(sample_fps), info.fps))
-    if every_x is not None:
-        if every_x < 1:
-            raise InputError("every_x", f"{every_x} must be >= 1 (1 keeps every frame), or empty")
+    if every_x:
+        if every_x < 0:
+            raise InputError("every_x", f"{every_x} must be >= 1 (1 keeps every frame), or empty or 0")
         return Sampling(source_fps=info.fps, every_x=int(every_x))
     return Sampling(source_fps=info.fps)
 
@@ -99,35 +100,105 @@ def too_many_frames(count: int, limit: int) -> InputError:
                       "keep fewer frames, or send a shorter clip")
 
 
+def iter_sampled_frames(path: str, sampling: Sampling):
+    """Decode `path` once, yielding (position in the sampled sequence, BGR frame) of kept frames."""
+    capture = cv2.VideoCapture(path)
+    try:
+        index = kept = 0
+        while capture.grab():
+            if sampling.keeps(index):
+                ok, frame_bgr = capture.retrieve()
+                if not ok:
+                    break
+                yield kept, frame_bgr
+                kept += 1
+            index += 1
+    finally:
+        capture.release()
+
+
 def extract_frames(path: str, out_dir: str, sampling: Sampling, max_frames: int) -> list[str]:
     """Decode `path` once and write the kept frames as JPEGs into `out_dir`; returns their paths.
 
     Raises InputError when no frame decodes or when more than `max_frames` would be kept.
     """
-    capture = cv2.VideoCapture(path)
     paths: list[str] = []
+    frames = iter_sampled_frames(path, sampling)
     try:
-        index = 0
-        while True:
-            ok = capture.grab()
-            if not ok:
-                break
-            if sampling.keeps(index):
-                ok, frame_bgr = capture.retrieve()
-                if not ok:
-                    break
-                if len(paths) >= max_frames:
-                    raise too_many_frames(len(paths) + 1, max_frames)
-                out = os.path.join(out_dir, f"{len(paths):05d}.jpg")
-                if not cv2.imwrite(out, frame_bgr, [cv2.IMWRITE_JPEG_QUALITY, JPEG_QUALITY]):
-                    raise OSError(f"could not write frame {out}")
-                paths.append(out)
-            index += 1
+        for position, frame_bgr in frames:
+            if position >= max_frames:
+                raise too_many_frames(position + 1, max_frames)
+            out = os.path.join(out_dir, f"{position:05d}.jpg")
+            if not cv2.imwrite(out, frame_bgr, [cv2.IMWRITE_JPEG_QUALITY, JPEG_QUALITY]):
+                raise OSError(f"could not write frame {out}")
+            paths.append(out)
     finally:
-        capture.release()
+        frames.close()
     if not paths:
         raise InputError("video_path", "no frame could be decoded from the video")
     return paths
+
+
+def count_sampled_frames(path: str, sampling: Sampling) -> int:
+    """Exact number of kept frames (decodes the headers of every frame: `grab` without `retrieve`)."""
+    capture = cv2.VideoCapture(path)
+    try:
+        index = kept = 0
+        while capture.grab():
+            kept += sampling.keeps(index)
+            index += 1
+    finally:
+        capture.release()
+    return kept
+
+
+def sampled_frame(path: str, sampling: Sampling, position: int) -> np.ndarray:
+    """The frame at `position` of the sampled sequence, RGB; InputError("ref_frame_idx") past the end."""
+    frames = iter_sampled_frames(path, sampling)
+    try:
+        for kept, frame_bgr in frames:
+            if kept == position:
+                return cv2.cvtColor(frame_bgr, cv2.COLOR_BGR2RGB)
+    finally:
+        frames.close()
+    raise InputError("ref_frame_idx", f"{position} is past the last frame of the sampled video")
+
+
+WEBM_FOURCC = "VP80"  # VP8 in WebM: written by OpenCV's bundled FFmpeg, played by every browser
+
+
+def write_webm(path: str, frames_rgb, fps: float) -> int:
+    """Write RGB frames (all of one size) to a WebM (VP8) file at `fps`; returns the frame count.
+
+    H.264 is not available in OpenCV's pip wheels (no encoder); VP8 and VP9 are, and browsers play
+    both. Raises OSError when the writer cannot be opened or nothing was written."""
+    writer = None
+    count = 0
+    try:
+        for frame in frames_rgb:
+            if writer is None:
+                height, width = frame.shape[:2]
+                writer = cv2.VideoWriter(path, cv2.VideoWriter_fourcc(*WEBM_FOURCC), max(float(fps), 1.0),
+                                         (width, height))
+                if not writer.isOpened():
+                    raise OSError(f"OpenCV cannot write {WEBM_FOURCC} WebM video to {path}")
+            writer.write(cv2.cvtColor(np.ascontiguousarray(frame), cv2.COLOR_RGB2BGR))
+            count += 1
+    finally:
+        if writer is not None:
+            writer.release()
+    if count == 0:
+        raise OSError("no frame to write")
+    return count
+
+
+def sampled_fps(sampling: Sampling) -> float:
+    """Frame rate of the sampled sequence (for playing it back at the original speed)."""
+    if sampling.sample_fps is not None:
+        return sampling.sample_fps
+    if sampling.every_x is not None:
+        return sampling.source_fps / sampling.every_x
+    return sampling.source_fps
 
 
 def read_frame(path: str) -> np.ndarray:

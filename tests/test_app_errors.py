@@ -9,7 +9,7 @@ from PIL import Image
 
 import app
 import samv2_handler
-from mask_codec import encode_png_b64, encode_rle
+from mask_codec import encode_png_b64
 from micro import rect_mask
 
 IMAGE = Image.fromarray(np.zeros((240, 320, 3), np.uint8))
@@ -69,9 +69,8 @@ def video_cases(good_mask, tmp_path):
         "ref negative": (dict(ref_frame_idx=-1), "ref_frame_idx"),
         "ref past the end": (dict(ref_frame_idx=12), "ref_frame_idx"),
         "ref past the end after sampling": (dict(ref_frame_idx=3, every_x=4), "ref_frame_idx"),
-        "sample_fps zero": (dict(sample_fps=0), "sample_fps"),
         "sample_fps negative": (dict(sample_fps=-1.5), "sample_fps"),
-        "every_x zero": (dict(every_x=0), "every_x"),
+        "every_x negative": (dict(every_x=-2), "every_x"),
         "empty video": (dict(video_path=str(empty)), "video_path"),
         "not a video": (dict(video_path=str(not_video)), "video_path"),
         "missing video": (dict(video_path=None), "video_path"),
@@ -81,8 +80,8 @@ def video_cases(good_mask, tmp_path):
 
 
 @pytest.mark.parametrize("case", ["no masks", "mask not decodable", "mask wrong size", "ref negative",
-                                  "ref past the end", "ref past the end after sampling", "sample_fps zero",
-                                  "sample_fps negative", "every_x zero", "empty video", "not a video",
+                                  "ref past the end", "ref past the end after sampling",
+                                  "sample_fps negative", "every_x negative", "empty video", "not a video",
                                   "missing video", "bad device", "unknown variant"])
 def test_process_video_bad_input(case, good_mask, video_factory, tmp_path, request_tmp):
     kwargs, argument = video_cases(good_mask, tmp_path)[case]
@@ -120,11 +119,3 @@ def test_gpu_duration_estimate():
         estimate(300, 10, "base_plus") == 106
 
 
-def test_overlay_for_the_images_tab():
-    mask = rect_mask(320, 240, (10, 20, 50, 60))
-    for result in ([encode_png_b64(mask)], [encode_rle(mask)]):
-        image, annotations = app.overlay_masks(IMAGE, result)
-        assert image is IMAGE and len(annotations) == 1
-        overlay, label = annotations[0]
-        assert label == "object 0" and overlay.shape == (240, 320) and overlay.sum() == mask.sum()
-    assert app.overlay_masks(None, [encode_png_b64(mask)]) is None

@@ -158,15 +158,6 @@ def test_bad_input(kwargs, argument):
     assert f"`{argument}`" in error.value.message
 
 
-def test_everything_overlay():
-    image = scene(320, 240)
-    result = mask_generation.assemble_result(synthetic_candidates(), 240, 320, params())
-    shown, annotations = app.overlay_everything(image, result)
-    assert shown is image and len(annotations) == len(result["masks"])
-    assert annotations[0][0].shape == (240, 320) and annotations[0][1] == "#0 (76800 px)"
-    assert app.overlay_everything(image, {"masks": []}) is None
-
-
 def test_gpu_duration_estimate():
     small = mask_generation.EverythingParams(points_per_side=8)
     big = mask_generation.EverythingParams(points_per_side=64, crop_n_layers=2)

@@ -27,8 +27,14 @@ def test_sampling_plans():
     assert odd.expected_count(100) == len(kept(odd, 100))
 
 
-@pytest.mark.parametrize("sample_fps, every_x, argument", [(0, None, "sample_fps"), (-2, None, "sample_fps"),
-                                                            (None, 0, "every_x"), (None, -3, "every_x")])
+def test_zero_means_not_set():  # what a browser's empty number field sends
+    info = video_io.VideoInfo(width=4, height=4, fps=30.0, frame_count=90)
+    assert video_io.plan_sampling(info, 0, 0) == video_io.plan_sampling(info, None, None) == \
+        video_io.Sampling(source_fps=30.0)
+    assert video_io.plan_sampling(info, 0, 5).every_x == 5
+
+
+@pytest.mark.parametrize("sample_fps, every_x, argument", [(-2, None, "sample_fps"), (None, -3, "every_x")])
 def test_bad_sampling(sample_fps, every_x, argument):
     info = video_io.VideoInfo(width=4, height=4, fps=30.0, frame_count=90)
     with pytest.raises(InputError) as error:

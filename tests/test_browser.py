@@ -1,0 +1,101 @@
+"""The UI in a real browser: Playwright for Python driving Debian's Chromium (never a browser
+download), against the launched app on the micro checkpoint.
+
+Needs `/usr/bin/chromium` (`apt-get install chromium`; `.ci/run` installs it) and the
+`playwright` package (requirements-test.txt); skipped with the reason otherwise.
+"""
+
+import io
+import os
+import re
+
+import numpy as np
+import pytest
+from PIL import Image
+
+import overlays
+
+CHROMIUM = "/usr/bin/chromium"
+EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
+
+sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM),
+                                reason=f"no Chromium at {CHROMIUM} (apt-get install chromium)")
+
+
+@pytest.fixture(scope="module")
+def page(server):
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                             args=["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"])
+        try:
+            tab = browser.new_page(viewport={"width": 1400, "height": 1000})
+            tab.set_default_timeout(60_000)
+            yield tab
+        finally:
+            browser.close()
+
+
+def open_app(page, server, tab_name: str) -> None:
+    page.goto(server)
+    page.get_by_role("tab", name=tab_name).click()
+
+
+def element_pixels(locator) -> np.ndarray:
+    return np.asarray(Image.open(io.BytesIO(locator.screenshot())).convert("RGB")).astype(int)
+
+
+def wait_for_text(locator, pattern: str, timeout_s: float = 60) -> str:
+    """The element's text once it matches `pattern` (gradio fills outputs asynchronously)."""
+    locator.page.wait_for_function(
+        "([el, re]) => new RegExp(re).test(el.innerText)", arg=[locator.element_handle(), pattern],
+        timeout=timeout_s * 1000)
+    return locator.inner_text()
+
+
+def test_image_click_draws_the_mask_and_the_click_where_it_landed(page, server):
+    open_app(page, server, "Images")
+    page.locator("input[type=file]").first.set_input_files(os.path.join(EXAMPLES, "shapes.png"))
+    canvas = page.locator("#image-canvas img")
+    canvas.wait_for()
+    before = element_pixels(canvas)
+    box = canvas.bounding_box()
+    x, y = round(box["width"] * 0.25), round(box["height"] * 0.35)  # on the red disc
+    canvas.click(position={"x": x, "y": y})
+    objects = page.locator("#image-objects")
+    assert "#0" in wait_for_text(objects, r"#0")
+    page.wait_for_function("() => !document.querySelector('#image-canvas img').src.includes('blob:') "
+                           "&& document.querySelector('#image-canvas img').complete")
+    after = element_pixels(canvas)
+    assert after.shape == before.shape
+    assert np.abs(after - before).mean() > 5  # the mask overlay changed the picture
+    # the include marker is drawn exactly where the click landed (display and image pixels agree)
+    scale = before.shape[1] / box["width"]
+    centre = after[round(y * scale), round(x * scale)]
+    assert np.abs(centre - np.array(overlays.INCLUDE_COLOUR)).max() <= 30, centre
+
+    page.get_by_role("button", name="New object").click()
+    canvas.click(position={"x": round(box["width"] * 0.6), "y": round(box["height"] * 0.7)})  # the rectangle
+    text = wait_for_text(objects, r"#1")
+    assert "#0" in text and "#1" in text
+
+
+def test_video_pick_track_and_play(page, server):
+    open_app(page, server, "Videos")
+    page.locator("#video-input input[type=file]").set_input_files(os.path.join(EXAMPLES, "moving_shapes.webm"))
+    canvas = page.locator("#video-canvas img")
+    canvas.wait_for()
+    box = canvas.bounding_box()
+    canvas.click(position={"x": round(box["width"] * 0.25), "y": round(box["height"] * 0.35)})
+    wait_for_text(page.locator("#video-objects"), r"#0")
+    page.locator("#track-button").click()
+    page.wait_for_function(
+        "() => { const v = document.querySelector('#video-output video');"
+        " return v && v.readyState >= 1 && isFinite(v.duration) && v.duration > 0; }", timeout=180_000)
+    duration = page.evaluate("() => document.querySelector('#video-output video').duration")
+    assert duration > 0
+    listed = page.locator("#video-detections")
+    page.locator("#video-detections").click()  # expand the collapsed JSON
+    text = wait_for_text(listed, r'"frame"')
+    frames = {int(f) for f in re.findall(r'"frame"\s*:\s*(\d+)', text)}
+    assert frames == set(range(40)), sorted(frames)
