@@ -288,7 +288,7 @@ UI_FILES = "sam2-ui"  # UI downloads and rendered videos, in gradio's cache (rem
 def ui_output_dir() -> str:
     """A new directory for one UI result, inside gradio's cache: gradio serves it without copying
     and deletes it with the rest of its cache (`delete_cache`)."""
-    path = os.path.join(gr.utils.get_upload_folder(), UI_FILES, uuid.uuid4().hex)
+    path = os.path.join(demo.GRADIO_CACHE, UI_FILES, uuid.uuid4().hex)
     os.makedirs(path)
     return path
 

@@ -2,8 +2,10 @@
 
 import base64
 import os
+import shutil
 import socket
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,10 @@ sys.path.insert(0, str(ROOT / "tests"))
 # No network here: never let a test reach for the Hub.
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
+# gradio fixes its cache directory when the Blocks are built, and test modules import the app at
+# collection time: set it before anything imports gradio (removed at the end of the session).
+GRADIO_CACHE = tempfile.mkdtemp(prefix="sam2-tests-gradio-")
+os.environ["GRADIO_TEMP_DIR"] = GRADIO_CACHE
 
 from micro import build_checkpoint, rect_frames, write_video  # noqa: E402
 
@@ -29,8 +35,8 @@ def sam2_env(micro_checkpoint, tmp_path_factory):
     """Every variant loads the micro checkpoint; request temp dirs go to a root the tests inspect."""
     os.environ["SAM2_MODEL"] = micro_checkpoint
     os.environ["SAM2_TMPDIR"] = str(tmp_path_factory.mktemp("requests"))
-    os.environ["GRADIO_TEMP_DIR"] = str(tmp_path_factory.mktemp("gradio"))
     yield
+    shutil.rmtree(GRADIO_CACHE, ignore_errors=True)
 
 
 @pytest.fixture
