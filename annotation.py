@@ -100,6 +100,13 @@ def clear_object(state: dict | None) -> dict:
     return state
 
 
+def clear_all(state: dict | None) -> dict:
+    """Forget every object (undoable)."""
+    state = _step(state)
+    state.update(objects=[_empty()], current=0, corner=None)
+    return state
+
+
 def prompt_arguments(obj: dict) -> tuple[list | None, list | None, list | None]:
     """(bboxes, points, point_labels) for `prompts.parse_image_prompt`: one object per call."""
     boxes = [dict(zip(("x0", "y0", "x1", "y1"), obj["box"]))] if obj["box"] is not None else None

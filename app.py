@@ -376,6 +376,10 @@ def ui_image_clear_object(image, state):
     return image_view(image, annotation.clear_object(state))
 
 
+def ui_image_clear_all(image, state):
+    return image_view(image, annotation.clear_all(state))
+
+
 def ui_api_overlay(image, result):
     """The canvas for a result of the text-prompt Segment button (objects in box order)."""
     if image is None or not result:
@@ -431,6 +435,10 @@ def ui_video_new_object(frame, state):
 
 def ui_video_clear_object(frame, state):
     return video_view(frame, annotation.clear_object(state))
+
+
+def ui_video_clear_all(frame, state):
+    return video_view(frame, annotation.clear_all(state))
 
 
 def ui_track(video, variant, state, ref_idx, async_frame_load, sample_fps, every_x, video_load_device,
@@ -530,6 +538,7 @@ with gr.Blocks(title="SAM 2: segment images and track objects in videos", delete
                     im_undo = gr.Button("Undo")
                     im_new = gr.Button("New object")
                     im_clear = gr.Button("Clear object")
+                    im_clear_all = gr.Button("Clear all")
                 gr.Examples([[example("shapes.png")], [example("shapes_portrait.png")]], inputs=[im_in])
             with gr.Column(scale=3):
                 im_canvas = gr.Image(label="Click on an object (each object gets its colour and #id)",
@@ -552,6 +561,7 @@ with gr.Blocks(title="SAM 2: segment images and track objects in videos", delete
         im_undo.click(ui_image_undo, [im_in, im_state], image_outputs, **PRIVATE)
         im_new.click(ui_image_new_object, [im_in, im_state], image_outputs, **PRIVATE)
         im_clear.click(ui_image_clear_object, [im_in, im_state], image_outputs, **PRIVATE)
+        im_clear_all.click(ui_image_clear_all, [im_in, im_state], image_outputs, **PRIVATE)
         im_button.click(process_image, [im_in, im_variant, im_boxes, im_points, im_labels, im_format],
                         im_json, api_name="process_image", **serving.event_settings()).success(
             ui_api_overlay, [im_in, im_json], im_canvas, **PRIVATE)
@@ -574,6 +584,7 @@ with gr.Blocks(title="SAM 2: segment images and track objects in videos", delete
                     vid_undo = gr.Button("Undo")
                     vid_new = gr.Button("New object")
                     vid_clear = gr.Button("Clear object")
+                    vid_clear_all = gr.Button("Clear all")
                 with gr.Accordion("Options", open=False):
                     vid_async = gr.Checkbox(label="Async frame load", value=True,
                                             info="stream frames into the tracker while it runs (same results, "
@@ -607,6 +618,7 @@ with gr.Blocks(title="SAM 2: segment images and track objects in videos", delete
         vid_undo.click(ui_video_undo, [vid_frame, vid_state], video_view_outputs, **PRIVATE)
         vid_new.click(ui_video_new_object, [vid_frame, vid_state], video_view_outputs, **PRIVATE)
         vid_clear.click(ui_video_clear_object, [vid_frame, vid_state], video_view_outputs, **PRIVATE)
+        vid_clear_all.click(ui_video_clear_all, [vid_frame, vid_state], video_view_outputs, **PRIVATE)
         render_outputs = [vid_out, vid_download, vid_tracks]
         vid_track.click(ui_track, [vid_in, vid_variant, vid_state, vid_ref, vid_async, vid_fps, vid_every,
                                    vid_device], vid_detections, **MODEL).success(

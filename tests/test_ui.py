@@ -122,6 +122,9 @@ def test_objects_undo_and_clear():
     assert cleared["objects"][0] == {"points": [], "labels": [], "box": None, "mask": None}
     assert annotation.undo(cleared)["objects"][0]["mask"] is not None
     assert annotation.undo(annotation.new()) == annotation.new()
+    emptied = annotation.clear_all(state)
+    assert annotation.masks(emptied) == [] and len(emptied["objects"]) == 1
+    assert annotation.undo(emptied)["objects"] == state["objects"]
     json.dumps(state)  # JSON-able: gradio keeps it per session
 
 
