@@ -396,23 +396,27 @@ def video_sampling(video, sample_fps, every_x) -> video_io.Sampling:
 def ui_video_loaded(video, sample_fps, every_x, request: gr.Request):
     """A new video or sampling: count the sampled frames, show frame 0, forget picked objects."""
     if video is None:
-        return None, None, annotation.new(), gr.update(value=0, maximum=1), "Upload a video."
+        return None, None, annotation.new(), object_table(None), gr.update(value=0, maximum=1), "Upload a video."
     with served("ui_video_frame", request):
         sampling = video_sampling(video, sample_fps, every_x)
         count = video_io.count_sampled_frames(video, sampling)
         frame = video_io.sampled_frame(video, sampling, 0)
     note = f"{count} frames after sampling. Click on objects in frame 0 (move the slider to pick another frame)."
-    return frame, frame, annotation.new(), gr.update(value=0, maximum=max(count - 1, 1)), note
+    if count > settings.max_frames():
+        note += (f" **More than the limit of {settings.max_frames()} frames per request: set Sample FPS or "
+                 "Every Xth frame.**")
+    return (frame, frame, annotation.new(), object_table(None), gr.update(value=0, maximum=max(count - 1, 1)),
+            note)
 
 
 def ui_video_reference(video, sample_fps, every_x, ref_idx, request: gr.Request):
     """Show the chosen reference frame; objects picked on another frame are forgotten."""
     if video is None:
-        return None, None, annotation.new()
+        return None, None, annotation.new(), object_table(None)
     with served("ui_video_frame", request):
         frame = video_io.sampled_frame(video, video_sampling(video, sample_fps, every_x),
                                        prompts.check_ref_frame_idx(ref_idx))
-    return frame, frame, annotation.new()
+    return frame, frame, annotation.new(), object_table(None)
 
 
 def video_view(frame, state):
@@ -464,12 +468,13 @@ def ui_render_video(video, sample_fps, every_x, detections, progress=gr.Progress
         by_frame: dict[int, list] = {}
         for detection in detections or []:
             by_frame.setdefault(detection["frame"], []).append(detection)
-        total = max(by_frame, default=0) + 1
+        total = max(by_frame, default=-1) + 1  # the tracked frames (0 when nothing was detected)
         directory = ui_output_dir()
         try:
             def annotated():
                 for position, frame_bgr in video_io.iter_sampled_frames(video, sampling):
-                    progress((position, total), desc="Rendering", unit="frames")
+                    if position < total:
+                        progress((position, total), desc="Rendering", unit="frames")
                     yield overlays.draw_detections(cv2.cvtColor(frame_bgr, cv2.COLOR_BGR2RGB),
                                                    by_frame.get(position, []))
 
@@ -520,8 +525,9 @@ def example(name: str) -> str:
     return os.path.join(EXAMPLES, name)
 
 
-PRIVATE = {"api_visibility": "private"}
+PRIVATE = {"api_visibility": "private", "concurrency_limit": None}  # light UI events: no line of their own
 MODEL = {**PRIVATE, **serving.event_settings()}  # UI events that run the model share the pool
+RENDER = {**PRIVATE, "concurrency_id": "render", "concurrency_limit": settings.pool_width()}  # CPU-heavy
 
 with gr.Blocks(title="SAM 2: segment images and track objects in videos", delete_cache=(600, 3600)) as demo:
     gr.Markdown("# SAM 2 (Segment Anything 2)\nClick on objects to segment them, track them through videos, "
@@ -610,10 +616,10 @@ with gr.Blocks(title="SAM 2: segment images and track objects in videos", delete
         video_view_outputs = [vid_state, vid_canvas, vid_objects]
         sampling_inputs = [vid_in, vid_fps, vid_every]
         for trigger in (vid_in.change, vid_fps.submit, vid_every.submit):
-            trigger(ui_video_loaded, sampling_inputs, [vid_frame, vid_canvas, vid_state, vid_ref, vid_note],
-                    **PRIVATE)
-        vid_ref.release(ui_video_reference, [*sampling_inputs, vid_ref], [vid_frame, vid_canvas, vid_state],
-                        **PRIVATE)
+            trigger(ui_video_loaded, sampling_inputs,
+                    [vid_frame, vid_canvas, vid_state, vid_objects, vid_ref, vid_note], **PRIVATE)
+        vid_ref.release(ui_video_reference, [*sampling_inputs, vid_ref],
+                        [vid_frame, vid_canvas, vid_state, vid_objects], **PRIVATE)
         vid_canvas.select(ui_video_click, [vid_frame, vid_variant, vid_state, vid_mode], video_view_outputs, **MODEL)
         vid_undo.click(ui_video_undo, [vid_frame, vid_state], video_view_outputs, **PRIVATE)
         vid_new.click(ui_video_new_object, [vid_frame, vid_state], video_view_outputs, **PRIVATE)
@@ -622,11 +628,11 @@ with gr.Blocks(title="SAM 2: segment images and track objects in videos", delete
         render_outputs = [vid_out, vid_download, vid_tracks]
         vid_track.click(ui_track, [vid_in, vid_variant, vid_state, vid_ref, vid_async, vid_fps, vid_every,
                                    vid_device], vid_detections, **MODEL).success(
-            ui_render_video, [*sampling_inputs, vid_detections], render_outputs, **PRIVATE)
+            ui_render_video, [*sampling_inputs, vid_detections], render_outputs, **RENDER)
         vid_button.click(process_video, [vid_in, vid_variant, vid_masks, vid_drop, vid_api_ref, vid_async, vid_fps,
                                          vid_every, vid_device], vid_json, api_name="process_video",
                          **serving.event_settings()).success(
-            ui_render_video, [*sampling_inputs, vid_json], render_outputs, **PRIVATE)
+            ui_render_video, [*sampling_inputs, vid_json], render_outputs, **RENDER)
     with gr.Tab("Everything"):
         with gr.Row():
             with gr.Column(scale=2):

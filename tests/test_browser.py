@@ -69,10 +69,13 @@ def test_image_click_draws_the_mask_and_the_click_where_it_landed(page, server):
     after = element_pixels(canvas)
     assert after.shape == before.shape
     assert np.abs(after - before).mean() > 5  # the mask overlay changed the picture
-    # the include marker is drawn exactly where the click landed (display and image pixels agree)
+    # the include marker is drawn where the click landed (display and image pixels agree to within
+    # the browser's sub-pixel rounding): its colour is found within 3 pixels of the click
     scale = before.shape[1] / box["width"]
-    centre = after[round(y * scale), round(x * scale)]
-    assert np.abs(centre - np.array(overlays.INCLUDE_COLOUR)).max() <= 30, centre
+    cy, cx = round(y * scale), round(x * scale)
+    window = after[cy - 3:cy + 4, cx - 3:cx + 4]
+    distance = np.abs(window - np.array(overlays.INCLUDE_COLOUR)).max(axis=-1)
+    assert distance.min() <= 30, window
 
     page.get_by_role("button", name="New object").click()
     canvas.click(position={"x": round(box["width"] * 0.6), "y": round(box["height"] * 0.7)})  # the rectangle
