@@ -95,10 +95,12 @@ def shoot_everything(page, url: str) -> None:
     page.goto(url)
     page.get_by_role("tab", name="Everything").click()
     page.locator("input[type=file]").last.set_input_files(os.path.join(ROOT, "examples", "shapes.png"))
-    page.get_by_label("Points per side").fill("4")
     page.get_by_text("Thresholds and limits").click()
-    page.get_by_label("Predicted IoU threshold").fill("0")
-    page.get_by_label("Stability score threshold").fill("0")
+    for label, value in (("Points per side", "4"), ("Predicted IoU threshold", "0"), ("Stability score threshold", "0")):
+        field = page.get_by_label(label)
+        field.fill(value)
+        field.press("Tab")  # commit the value to gradio before the click
+        page.wait_for_timeout(300)
     with page.expect_response(lambda r: "queue/data" in r.url):
         page.get_by_role("button", name="Segment everything").click()
     canvas = page.locator("#everything-canvas img")
