@@ -80,6 +80,13 @@ EXPECTED_TOOLS = {
 }
 
 
+def test_only_the_three_endpoints_are_in_the_api(client):
+    """The UI's own events (clicks, undo, rendering) stay out of the API and its docs."""
+    api = client.view_api(return_format="dict", print_info=False)
+    assert set(api["named_endpoints"]) == {"/process_image", "/process_video", "/generate_masks"}
+    assert not api["unnamed_endpoints"]
+
+
 def test_mcp_schema_is_pinned(server):
     tools = httpx.get(server + "gradio_api/mcp/schema", timeout=30).json()
     by_name = {tool["name"]: tool for tool in tools}
