@@ -655,7 +655,7 @@ with gr.Blocks(title="SAM 2: segment images and track objects in videos", delete
             with gr.Column(scale=3):
                 ev_canvas = gr.Image(label="Masks (click one to see its numbers)", type="numpy", format="png",
                                      interactive=False, elem_id="everything-canvas")
-                ev_picked = gr.JSON(label="Picked mask")
+                ev_picked = gr.JSON(label="Picked mask", elem_id="everything-picked")
                 with gr.Accordion("Result (JSON)", open=False):
                     ev_json = gr.JSON(label="Result (JSON)")
         ev_button.click(generate_masks, [ev_in, ev_variant, ev_points, ev_iou, ev_stability, ev_layers, ev_min_area,

@@ -111,3 +111,26 @@ def test_video_pick_track_and_play(page, server):
     text = wait_for_text(listed, r'"frame"')
     frames = {int(f) for f in re.findall(r'"frame"\s*:\s*(\d+)', text)}
     assert frames == set(range(40)), sorted(frames)
+
+
+def test_everything_click_selects_a_mask_and_shows_its_numbers(page, server):
+    open_app(page, server, "Everything")
+    page.locator("input[type=file]").last.set_input_files(os.path.join(EXAMPLES, "shapes.png"))
+    page.get_by_text("Thresholds and limits").click()
+    for label, value in (("Points per side", "2"), ("Predicted IoU threshold", "0"), ("Stability score threshold", "0")):
+        field = page.get_by_label(label)
+        field.fill(value)
+        field.press("Tab")
+    page.get_by_role("button", name="Segment everything").click()
+    canvas = page.locator("#everything-canvas img")
+    loaded(page, "#everything-canvas img")
+    picked = page.locator("#everything-picked")
+    text = picked.inner_text()
+    for fx, fy in ((0.25, 0.35), (0.5, 0.5), (0.7, 0.3), (0.1, 0.9)):  # random weights: masks have holes
+        click_at(canvas, fx, fy)
+        page.wait_for_function("([el, before]) => el.innerText !== before && /\"picked\"/.test(el.innerText)",
+                               arg=[picked.element_handle(), text])
+        text = picked.inner_text()
+        if re.search(r'"picked"\s*:\s*\d', text):
+            break
+    assert re.search(r'"area"\s*:\s*\d+', text) and re.search(r'"predicted_iou"', text), text
