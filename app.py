@@ -1,7 +1,10 @@
 """SAM 2 Space: image and video segmentation over the browser UI, gradio_client and MCP.
 
 The UI and the API meet here: endpoints validate their arguments, run the model through
-`samv2_handler` inside ZeroGPU functions, and translate domain errors into `gr.Error`.
+`samv2_handler` inside ZeroGPU functions, and translate domain errors into `gr.Error`; every
+request is timed by stage, logged in one line and counted in /metrics (`served`); admission is
+`serving`'s. The browser UI's own handlers (clicks, picking, rendering) draw with `overlays`
+and keep their click state with `annotation`; they are hidden from the API.
 """
 
 import spaces  # noqa: I001  (ZeroGPU wants to be imported before torch)
