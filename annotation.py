@@ -66,16 +66,16 @@ def click(state: dict | None, x: int, y: int, mode: str, width: int, height: int
 
 def set_mask(state: dict, index: int, rle: dict | None) -> dict:
     """Record object `index`'s mask (part of the current step: not an undo step of its own)."""
-    state = copy.deepcopy(state)
-    state["objects"][index]["mask"] = rle
-    return state
+    objects = list(state["objects"])
+    objects[index] = {**objects[index], "mask": rle}
+    return {**state, "objects": objects}
 
 
 def undo(state: dict | None) -> dict:
     if not state or not state.get("undo"):
         return state or new()
     earlier = copy.deepcopy(state["undo"][-1])
-    earlier["undo"] = copy.deepcopy(state["undo"][:-1])
+    earlier["undo"] = state["undo"][:-1]  # snapshots are never changed in place: share them
     return earlier
 
 

@@ -17,6 +17,7 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -178,7 +179,8 @@ def process_image(
         masks, seconds = _segment_image_gpu(variant, im, prompt)
         call.timer.merge(seconds)
         with call.timer.stage("encoding"):
-            return call.respond([encode_mask(mask, output_format) for mask in masks])
+            encoded = [encode_mask(mask, output_format) for mask in masks]
+        return call.respond(encoded)
 
 
 def process_video(
@@ -367,22 +369,6 @@ def ui_image_click(image, variant, state, mode, evt: gr.SelectData, request: gr.
     return image_view(image, click_to_segment(image, variant, state, mode, evt, request, "im"))
 
 
-def ui_image_undo(image, state):
-    return image_view(image, annotation.undo(state))
-
-
-def ui_image_new_object(image, state):
-    return image_view(image, annotation.new_object(state))
-
-
-def ui_image_clear_object(image, state):
-    return image_view(image, annotation.clear_object(state))
-
-
-def ui_image_clear_all(image, state):
-    return image_view(image, annotation.clear_all(state))
-
-
 def ui_api_overlay(image, result):
     """The canvas for a result of the text-prompt Segment button (objects in box order)."""
     if image is None or not result:
@@ -432,20 +418,23 @@ def ui_video_click(frame, variant, state, mode, evt: gr.SelectData, request: gr.
     return video_view(frame, click_to_segment(frame, variant, state, mode, evt, request, "video_path"))
 
 
-def ui_video_undo(frame, state):
-    return video_view(frame, annotation.undo(state))
+# The buttons under a picture and the `annotation` step each one applies (no model call: undo
+# restores masks too).
+PICTURE_STEPS = {"Undo": annotation.undo, "New object": annotation.new_object,
+                 "Clear object": annotation.clear_object, "Clear all": annotation.clear_all}
 
 
-def ui_video_new_object(frame, state):
-    return video_view(frame, annotation.new_object(state))
+def step_buttons() -> list[tuple[gr.Button, Callable]]:
+    with gr.Row():
+        return [(gr.Button(name), step) for name, step in PICTURE_STEPS.items()]
 
 
-def ui_video_clear_object(frame, state):
-    return video_view(frame, annotation.clear_object(state))
+def picture_step(view: Callable, step: Callable) -> Callable:
+    """The handler of one step button: apply `step` to the state and show it with `view`."""
+    def handler(picture, state):
+        return view(picture, step(state))
 
-
-def ui_video_clear_all(frame, state):
-    return video_view(frame, annotation.clear_all(state))
+    return handler
 
 
 def ui_track(video, variant, state, ref_idx, async_frame_load, sample_fps, every_x, video_load_device,
@@ -491,10 +480,13 @@ def ui_render_video(video, sample_fps, every_x, detections, progress=gr.Progress
             raise
 
 
-def everything_canvas(image, result, selected: int | None = None) -> np.ndarray | None:
+def everything_canvas(image, result, selected: int | None = None, decoded: list | None = None) -> np.ndarray | None:
+    """Every mask of a generate_masks result in its colour, or `selected` highlighted; `decoded`
+    are the result's masks already decoded, in order."""
     if image is None or not result or not result.get("masks"):
         return None if image is None else _as_rgb(image)
-    masks = [(i, decode_mask(m["segmentation"])) for i, m in enumerate(result["masks"])]
+    decoded = decoded or [decode_mask(m["segmentation"]) for m in result["masks"]]
+    masks = list(enumerate(decoded))
     if selected is not None:  # the picked mask stands out: the others fade
         out = overlays.blend_masks(_as_rgb(image), [m for m in masks if m[0] != selected], alpha=0.2, outline=False)
         out = overlays.blend_masks(out, [masks[selected]], alpha=0.6)
@@ -516,12 +508,13 @@ def ui_everything_pick(image, result, evt: gr.SelectData):
     if image is None or not result or not result.get("masks"):
         return everything_canvas(image, result), None
     x, y = evt.index[:2]
-    hits = [(m["area"], i) for i, m in enumerate(result["masks"]) if decode_mask(m["segmentation"])[y, x]]
+    decoded = [decode_mask(m["segmentation"]) for m in result["masks"]]
+    hits = [(m["area"], i) for i, (m, mask) in enumerate(zip(result["masks"], decoded)) if mask[y, x]]
     if not hits:
-        return everything_canvas(image, result), {"picked": None, "note": f"no mask at ({x}, {y})"}
+        return everything_canvas(image, result, decoded=decoded), {"picked": None, "note": f"no mask at ({x}, {y})"}
     _, picked = min(hits)
     numbers = {k: v for k, v in result["masks"][picked].items() if k != "segmentation"}
-    return everything_canvas(image, result, picked), {"picked": picked, **numbers}
+    return everything_canvas(image, result, picked, decoded), {"picked": picked, **numbers}
 
 
 def example(name: str) -> str:
@@ -543,11 +536,7 @@ with gr.Blocks(title="SAM 2: segment images and track objects in videos", delete
                 im_in = gr.Image(label="Image", type="pil", sources=["upload", "clipboard"], height=320)
                 im_variant = gr.Dropdown(list(prompts.VARIANTS), value=DEFAULT_VARIANT, label="Model variant")
                 im_mode = gr.Radio(list(CLICK_MODES), value="Include point", label="A click on the picture adds")
-                with gr.Row():
-                    im_undo = gr.Button("Undo")
-                    im_new = gr.Button("New object")
-                    im_clear = gr.Button("Clear object")
-                    im_clear_all = gr.Button("Clear all")
+                im_steps = step_buttons()
                 gr.Examples([[example("shapes.png")], [example("shapes_portrait.png")]], inputs=[im_in])
             with gr.Column(scale=3):
                 im_canvas = gr.Image(label="Click on an object (each object gets its colour and #id)",
@@ -567,10 +556,8 @@ with gr.Blocks(title="SAM 2: segment images and track objects in videos", delete
         image_outputs = [im_state, im_canvas, im_objects, im_download, im_download_rle]
         im_in.change(ui_image_loaded, [im_in], image_outputs, **PRIVATE)
         im_canvas.select(ui_image_click, [im_in, im_variant, im_state, im_mode], image_outputs, **MODEL)
-        im_undo.click(ui_image_undo, [im_in, im_state], image_outputs, **PRIVATE)
-        im_new.click(ui_image_new_object, [im_in, im_state], image_outputs, **PRIVATE)
-        im_clear.click(ui_image_clear_object, [im_in, im_state], image_outputs, **PRIVATE)
-        im_clear_all.click(ui_image_clear_all, [im_in, im_state], image_outputs, **PRIVATE)
+        for button, step in im_steps:
+            button.click(picture_step(image_view, step), [im_in, im_state], image_outputs, **PRIVATE)
         im_button.click(process_image, [im_in, im_variant, im_boxes, im_points, im_labels, im_format],
                         im_json, api_name="process_image", **serving.event_settings()).success(
             ui_api_overlay, [im_in, im_json], im_canvas, **PRIVATE)
@@ -589,11 +576,7 @@ with gr.Blocks(title="SAM 2: segment images and track objects in videos", delete
                 vid_note = gr.Markdown("Upload a video.")
                 vid_ref = gr.Slider(0, 1, value=0, step=1, label="Reference frame (in the sampled sequence)")
                 vid_mode = gr.Radio(list(CLICK_MODES), value="Include point", label="A click on the frame adds")
-                with gr.Row():
-                    vid_undo = gr.Button("Undo")
-                    vid_new = gr.Button("New object")
-                    vid_clear = gr.Button("Clear object")
-                    vid_clear_all = gr.Button("Clear all")
+                vid_steps = step_buttons()
                 with gr.Accordion("Options", open=False):
                     vid_async = gr.Checkbox(label="Async frame load", value=True,
                                             info="stream frames into the tracker while it runs (same results, "
@@ -624,10 +607,8 @@ with gr.Blocks(title="SAM 2: segment images and track objects in videos", delete
         vid_ref.release(ui_video_reference, [*sampling_inputs, vid_ref],
                         [vid_frame, vid_canvas, vid_state, vid_objects], **PRIVATE)
         vid_canvas.select(ui_video_click, [vid_frame, vid_variant, vid_state, vid_mode], video_view_outputs, **MODEL)
-        vid_undo.click(ui_video_undo, [vid_frame, vid_state], video_view_outputs, **PRIVATE)
-        vid_new.click(ui_video_new_object, [vid_frame, vid_state], video_view_outputs, **PRIVATE)
-        vid_clear.click(ui_video_clear_object, [vid_frame, vid_state], video_view_outputs, **PRIVATE)
-        vid_clear_all.click(ui_video_clear_all, [vid_frame, vid_state], video_view_outputs, **PRIVATE)
+        for button, step in vid_steps:
+            button.click(picture_step(video_view, step), [vid_frame, vid_state], video_view_outputs, **PRIVATE)
         render_outputs = [vid_out, vid_download, vid_tracks]
         vid_track.click(ui_track, [vid_in, vid_variant, vid_state, vid_ref, vid_async, vid_fps, vid_every,
                                    vid_device], vid_detections, **MODEL).success(

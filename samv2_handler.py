@@ -1,6 +1,6 @@
 """SAM 2 models, processors, devices and inference (transformers; no gradio here).
 
-One checkpoint per variant serves both endpoints: `Sam2VideoModel` is loaded from the source
+One checkpoint per variant serves every endpoint: `Sam2VideoModel` is loaded from the source
 and `Sam2Model` (the image path) is made to hold the *same* parameter tensors, so a variant
 costs one copy of the weights. At most `MAX_LOADED_VARIANTS` variants stay loaded; the least
 recently used one is dropped.
@@ -298,15 +298,17 @@ class FrameResult:
     object_score_logits: torch.Tensor  # (objects,), float32, CPU
 
 
-def _frame_result(models: Sam2Models, output, height: int, width: int) -> FrameResult:
-    logits = models.video_processor.post_process_masks(
-        [output.pred_masks.float()], original_sizes=[[height, width]], binarize=False)[0]
-    return FrameResult(
-        frame_idx=int(output.frame_idx),
-        object_ids=list(output.object_ids),
-        mask_logits=logits[:, 0].float().cpu(),
-        object_score_logits=output.object_score_logits.float().reshape(-1).cpu(),
-    )
+def _frame_result(models: Sam2Models, output, height: int, width: int, timer: StageTimer) -> FrameResult:
+    """One step's output at frame size, on the CPU (timed as "postprocess")."""
+    with timer.stage("postprocess"):
+        logits = models.video_processor.post_process_masks(
+            [output.pred_masks.float()], original_sizes=[[height, width]], binarize=False)[0]
+        return FrameResult(
+            frame_idx=int(output.frame_idx),
+            object_ids=list(output.object_ids),
+            mask_logits=logits[:, 0].float().cpu(),
+            object_score_logits=output.object_score_logits.float().reshape(-1).cpu(),
+        )
 
 
 def session_dtype(device: torch.device) -> torch.dtype:
@@ -356,9 +358,7 @@ def track_video_eager(models: Sam2Models, frame_paths: list[str], masks: list[np
                 if reverse and output.frame_idx == ref_frame_idx:
                     continue
                 done += 1
-                with timer.stage("postprocess"):
-                    result = _frame_result(models, output, height, width)
-                yield result
+                yield _frame_result(models, output, height, width, timer)
                 if progress is not None:
                     progress(done, total)
 
@@ -511,9 +511,7 @@ def track_video_streaming(models: Sam2Models, frame_paths: list[str], masks: lis
             if reverse and frame_idx == ref_frame_idx:
                 continue
             done += 1
-            with timer.stage("postprocess"):
-                result = _frame_result(models, output, height, width)
-            yield result
+            yield _frame_result(models, output, height, width, timer)
             if progress is not None:
                 progress(done, total)
 

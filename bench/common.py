@@ -59,18 +59,27 @@ def median(values):
     return statistics.median(values)
 
 
+def real_tiny_checkpoint(workdir: str) -> str:
+    """A random-weights checkpoint of the real tiny architecture (`Sam2VideoConfig()`) in `workdir`."""
+    from transformers import Sam2VideoConfig
+
+    from micro import build_checkpoint
+
+    return build_checkpoint(os.path.join(workdir, "model"), Sam2VideoConfig())
+
+
 def prepare_video(workdir: str, width: int, height: int, frames: int, real_tiny: bool = False):
     """A random-weights checkpoint (micro architecture at the real 1024 input, or the real tiny
     architecture), a synthetic video of a moving rectangle, its extracted JPEG frames and the
     rectangle's mask on frame 0. Returns (checkpoint, frames_dir, mask_path)."""
     import numpy as np
-    from transformers import Sam2VideoConfig
-
     import video_io
     from micro import build_checkpoint, iter_rect_frames, micro_config, write_video
 
-    config = Sam2VideoConfig() if real_tiny else micro_config(1024)
-    checkpoint = build_checkpoint(os.path.join(workdir, "model"), config)
+    if real_tiny:
+        checkpoint = real_tiny_checkpoint(workdir)
+    else:
+        checkpoint = build_checkpoint(os.path.join(workdir, "model"), micro_config(1024))
     rect = (width // 5, height // 4, width // 5 + width // 4, height // 4 + height // 3)
     video = write_video(os.path.join(workdir, "video.avi"),
                         iter_rect_frames(width, height, frames, rect=rect, step=1), fps=30.0)

@@ -17,7 +17,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import banner, median, run_child  # noqa: E402
+from common import banner, median, real_tiny_checkpoint, run_child  # noqa: E402
 
 
 def child(mode: str, checkpoint: str, prompts: int, device: str) -> dict:
@@ -62,15 +62,11 @@ def main() -> None:
         print(json.dumps(child(mode, checkpoint, int(prompts), device)))
         return
 
-    from transformers import Sam2VideoConfig
-
-    from micro import build_checkpoint
-
     print(banner())
     print(f"model: real tiny architecture, random weights, {args.device}; 1280x720 image; box prompts; "
           f"median of {args.prompts} prompts per mode, fresh process each")
     with tempfile.TemporaryDirectory(prefix="bench-embedding-cache-") as workdir:
-        checkpoint = build_checkpoint(os.path.join(workdir, "model"), Sam2VideoConfig())
+        checkpoint = real_tiny_checkpoint(workdir)
         rows = {mode: run_child(__file__, [mode, checkpoint, str(args.prompts), args.device])
                 for mode in ("uncached", "cached")}
     for mode, row in rows.items():

@@ -23,7 +23,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import banner, median, run_child  # noqa: E402
+from common import banner, median, real_tiny_checkpoint, run_child  # noqa: E402
 
 STAGES = ("preprocess", "encoder", "decoder", "postprocess", "nms", "encoding")
 
@@ -127,15 +127,11 @@ def main() -> None:
             print(json.dumps(encode_child(rest[0], rest[1], int(rest[2]), int(rest[3]))))
         return
 
-    from transformers import Sam2VideoConfig
-
-    from micro import build_checkpoint
-
     print(banner())
     print(f"image: synthetic 1920x1080; model: real tiny architecture, random weights, CPU; points_per_side "
           f"{args.points_per_side}; thresholds 0; medians of {args.repeats}")
     with tempfile.TemporaryDirectory(prefix="bench-everything-") as workdir:
-        checkpoint = build_checkpoint(os.path.join(workdir, "model"), Sam2VideoConfig())
+        checkpoint = real_tiny_checkpoint(workdir)
         candidates = os.path.join(workdir, "candidates.npy")
         part1 = run_child(__file__, ["stages", checkpoint, str(args.points_per_side), str(args.repeats), candidates,
                                      "--candidates", str(args.candidates)])

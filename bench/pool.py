@@ -20,7 +20,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import banner, median, run_child  # noqa: E402
+from common import banner, median, real_tiny_checkpoint, run_child  # noqa: E402
 
 
 def child(mode: str, checkpoint: str, repeats: int, points: int, device: str) -> dict:
@@ -72,16 +72,12 @@ def main() -> None:
         print(json.dumps(child(mode, checkpoint, int(repeats), int(points), device)))
         return
 
-    from transformers import Sam2VideoConfig
-
-    from micro import build_checkpoint
-
     print(banner())
     print(f"model: real tiny architecture, random weights, {args.device}; 640x480 image; generate_masks "
           f"points_per_side {args.points}, thresholds 0, embedding cache off; {args.repeats} requests per slot "
           "after a warm-up, fresh process per mode")
     with tempfile.TemporaryDirectory(prefix="bench-pool-") as workdir:
-        checkpoint = build_checkpoint(os.path.join(workdir, "model"), Sam2VideoConfig())
+        checkpoint = real_tiny_checkpoint(workdir)
         rows = {mode: run_child(__file__, [mode, checkpoint, str(args.repeats), str(args.points), args.device])
                 for mode in ("solo", "pair")}
     solo = rows["solo"]["per_slot_s"][0]

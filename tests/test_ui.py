@@ -170,7 +170,7 @@ def test_image_clicks_segment_each_object_and_write_both_downloads():
                                                              select(70, 60), None)
     assert canvas.shape == (H, W, 3) and "#0" in table and as_png and as_rle
     assert tuple(canvas[60, 70]) == overlays.INCLUDE_COLOUR
-    state, *_ = app.ui_image_new_object(image, state)
+    state, *_ = app.picture_step(app.image_view, annotation.new_object)(image, state)
     state, canvas, table, as_png, as_rle = app.ui_image_click(image, "tiny", state, "Box (two corners)",
                                                              select(150, 100), None)
     assert "**#1** |" not in table  # first corner only: nothing to segment yet
@@ -187,7 +187,7 @@ def test_image_clicks_segment_each_object_and_write_both_downloads():
     api = app.process_image(image, "tiny", '[{"x0": 150, "y0": 100, "x1": 251, "y1": 201}]', None, None, "rle")
     assert api[0] == rles[1]
     assert as_png.startswith(app.demo.GRADIO_CACHE)  # in gradio's cache: deleted by delete_cache
-    state, *_ = app.ui_image_undo(image, state)
+    state, *_ = app.picture_step(app.image_view, annotation.undo)(image, state)
     assert state["corner"] == [150, 100] and len(annotation.masks(state)) == 1
 
 
